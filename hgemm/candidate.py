@@ -1,0 +1,313 @@
+"""The candidate format: one text holding CUDA C++ and its declarative launch spec.
+
+The same text is what the corpus contains, what the model writes, what the harness evaluates and what
+the kernel library stores. Host code is never run: the harness launches the entry kernel itself from
+the spec. See docs/candidate-format.md for the full contract and two complete examples.
+
+The spec is a block comment that opens with `/*@launch` and closes with `@*/`, one `field: value`
+per line:
+
+    /*@launch
+    entry: hgemm_tiled          # an extern "C" __global__ function in the text
+    block: 256                  # 1 to 3 ints, threads per block (product <= 1024)
+    grid: cdiv(N, 128), cdiv(M, 128), batch
+    smem: 3 * (128 * 32 + 32 * 128) * 2     # dynamic shared memory bytes (default 0)
+    workspace: 0                # bytes of zero-filled scratch passed to the kernel (default 0)
+    layouts: NN, TN             # which B layouts the kernel implements (default NN)
+    tensor_map: A, box=(128, 64), swizzle=128   # optional, repeatable: a TMA descriptor parameter
+    @*/
+
+Expressions may use the problem's variables (M, N, K, batch for a GEMM), `num_sms` (the device's
+multiprocessor count, for persistent kernels), integer literals, + - * // %, and the functions
+cdiv(a, b), round_up(a, b), min(...), max(...).
+
+The HGEMM kernel ABI, in this order:
+    (const __half* A, const __half* B, __half* C, int M, int N, int K, int batch, void* workspace,
+     const __grid_constant__ CUtensorMap <one per tensor_map line, in order>)
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+SPEC_OPEN = "/*@launch"
+SPEC_CLOSE = "@*/"
+GEMM_VARIABLES = ("M", "N", "K", "batch")
+KNOWN_FIELDS = ("entry", "block", "grid", "smem", "workspace", "layouts", "tensor_map")
+SWIZZLES = (0, 32, 64, 128)
+OPERANDS = ("A", "B", "C")
+
+
+class SpecError(ValueError):
+    """A malformed candidate; the message names the offending field."""
+
+    def __init__(self, field_name: str, message: str):
+        self.field = field_name
+        super().__init__(f"launch spec field '{field_name}': {message}")
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _round_up(a: int, b: int) -> int:
+    return _cdiv(a, b) * b
+
+
+_FUNCTIONS = {"cdiv": _cdiv, "round_up": _round_up, "min": min, "max": max}
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+}
+
+
+def _check_expr(node: ast.AST, variables: tuple[str, ...], field_name: str) -> None:
+    """Allow only integer arithmetic over known names; anything else is a spec error."""
+    if isinstance(node, ast.Constant):
+        if not isinstance(node.value, int) or isinstance(node.value, bool):
+            raise SpecError(field_name, f"only integer literals are allowed, got {node.value!r}")
+    elif isinstance(node, ast.Name):
+        if node.id not in variables:
+            raise SpecError(field_name, f"unknown name '{node.id}' (allowed: {', '.join(variables)})")
+    elif isinstance(node, ast.BinOp):
+        if type(node.op) not in _BINOPS:
+            raise SpecError(field_name, f"operator {type(node.op).__name__} is not allowed (use + - * // %)")
+        _check_expr(node.left, variables, field_name)
+        _check_expr(node.right, variables, field_name)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        _check_expr(node.operand, variables, field_name)
+    elif isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS or node.keywords:
+            raise SpecError(field_name, f"only calls to {', '.join(_FUNCTIONS)} are allowed")
+        for arg in node.args:
+            _check_expr(arg, variables, field_name)
+    else:
+        raise SpecError(field_name, f"unsupported expression element {type(node).__name__}")
+
+
+def _eval(node: ast.AST, env: dict[str, int]) -> int:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env[node.id]
+    if isinstance(node, ast.BinOp):
+        return _BINOPS[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+    if isinstance(node, ast.UnaryOp):
+        return -_eval(node.operand, env)
+    return _FUNCTIONS[node.func.id](*(_eval(a, env) for a in node.args))
+
+
+@dataclass(frozen=True)
+class Expr:
+    """An integer expression of the problem's variables, validated once at parse time."""
+
+    text: str
+    tree: ast.AST = field(compare=False, repr=False)
+    field_name: str = field(compare=False, repr=False)
+
+    def __call__(self, env: dict[str, int]) -> int:
+        try:
+            return int(_eval(self.tree, env))
+        except ZeroDivisionError:
+            raise SpecError(self.field_name, f"'{self.text}' divides by zero for {env}") from None
+
+
+def _parse_exprs(text: str, field_name: str, variables: tuple[str, ...]) -> list[Expr]:
+    try:
+        tree = ast.parse(f"({text},)", mode="eval").body
+    except SyntaxError as e:
+        raise SpecError(field_name, f"cannot parse '{text}': {e.msg}") from None
+    if not isinstance(tree, ast.Tuple):
+        raise SpecError(field_name, f"cannot parse '{text}'")
+    exprs = []
+    for elt in tree.elts:
+        _check_expr(elt, variables, field_name)
+        exprs.append(Expr(ast.unparse(elt), elt, field_name))
+    return exprs
+
+
+@dataclass(frozen=True)
+class TensorMapSpec:
+    """A TMA descriptor the harness encodes for one operand, viewed as (batch, rows, cols) row-major.
+
+    box is (rows, cols) of the tile one copy moves; swizzle is the shared-memory swizzle in bytes."""
+
+    operand: str
+    box: tuple[int, int]
+    swizzle: int = 0
+
+    def render(self) -> str:
+        return f"tensor_map: {self.operand}, box=({self.box[0]}, {self.box[1]}), swizzle={self.swizzle}"
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    entry: str
+    block: tuple[int, int, int]
+    grid: tuple[Expr, Expr, Expr]
+    smem: Expr
+    workspace: Expr
+    layouts: tuple[str, ...] = ("NN",)
+    tensor_maps: tuple[TensorMapSpec, ...] = ()
+
+    def launch_dims(self, env: dict[str, int]) -> tuple[tuple[int, int, int], tuple[int, int, int], int, int]:
+        """(grid, block, dynamic smem bytes, workspace bytes) for concrete variables; a bad value is a SpecError."""
+        grid = tuple(g(env) for g in self.grid)
+        limits = (2**31 - 1, 65535, 65535)
+        for axis, (g, lim) in enumerate(zip(grid, limits)):
+            if not 1 <= g <= lim:
+                raise SpecError("grid", f"dimension {axis} = {g} for {env} is outside 1..{lim}")
+        smem, workspace = self.smem(env), self.workspace(env)
+        if smem < 0:
+            raise SpecError("smem", f"{smem} bytes for {env} is negative")
+        if workspace < 0:
+            raise SpecError("workspace", f"{workspace} bytes for {env} is negative")
+        return grid, self.block, smem, workspace
+
+    def render(self) -> str:
+        lines = [
+            SPEC_OPEN,
+            f"entry: {self.entry}",
+            "block: " + ", ".join(str(b) for b in self.block),
+            "grid: " + ", ".join(g.text for g in self.grid),
+            f"smem: {self.smem.text}",
+            f"workspace: {self.workspace.text}",
+            "layouts: " + ", ".join(self.layouts),
+        ]
+        lines += [t.render() for t in self.tensor_maps]
+        lines.append(SPEC_CLOSE)
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    source: str
+    spec: LaunchSpec
+
+    @property
+    def sha(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
+
+    def supports(self, layout: str) -> bool:
+        return layout in self.spec.layouts
+
+
+def _parse_tensor_map(value: str, variables: tuple[str, ...]) -> TensorMapSpec:
+    name = "tensor_map"
+    try:
+        call = ast.parse(f"f({value})", mode="eval").body
+    except SyntaxError as e:
+        raise SpecError(name, f"cannot parse '{value}': {e.msg}") from None
+    if len(call.args) != 1 or not isinstance(call.args[0], ast.Name) or call.args[0].id not in OPERANDS:
+        raise SpecError(name, f"must start with an operand name {OPERANDS}, got '{value}'")
+    kwargs = {kw.arg: kw.value for kw in call.keywords}
+    unknown = set(kwargs) - {"box", "swizzle"}
+    if unknown:
+        raise SpecError(name, f"unknown key(s) {sorted(unknown)} (allowed: box, swizzle)")
+    if "box" not in kwargs:
+        raise SpecError(name, "needs box=(rows, cols)")
+    try:
+        box = ast.literal_eval(kwargs["box"])
+        swizzle = ast.literal_eval(kwargs["swizzle"]) if "swizzle" in kwargs else 0
+    except ValueError:
+        raise SpecError(name, "box and swizzle must be integer literals") from None
+    if not (isinstance(box, tuple) and len(box) == 2 and all(isinstance(b, int) and 1 <= b <= 256 for b in box)):
+        raise SpecError(name, f"box must be two integers in 1..256, got {box!r}")
+    if swizzle not in SWIZZLES:
+        raise SpecError(name, f"swizzle must be one of {SWIZZLES}, got {swizzle!r}")
+    return TensorMapSpec(call.args[0].id, box, swizzle)
+
+
+def _entry_declared(source: str, entry: str) -> bool:
+    # `extern "C" __global__ [qualifiers, __launch_bounds__(..)] void entry(` either inline or inside
+    # an `extern "C" { ... }` block; the cubin's symbol lookup is the final word at load time.
+    decl = re.compile(r"__global__\s+(?:[\w:]+(?:\s*\([^)]*\))?\s+)*?" + re.escape(entry) + r"\s*\(")
+    return bool(decl.search(source)) and 'extern "C"' in source
+
+
+def parse_spec(text: str, variables: tuple[str, ...] = GEMM_VARIABLES) -> LaunchSpec:
+    """Parse the /*@launch ... @*/ block of a candidate text."""
+    start = text.find(SPEC_OPEN)
+    if start < 0:
+        raise SpecError("spec", f"no '{SPEC_OPEN}' block found")
+    end = text.find(SPEC_CLOSE, start)
+    if end < 0:
+        raise SpecError("spec", f"the '{SPEC_OPEN}' block is not closed with '{SPEC_CLOSE}'")
+    names = tuple(variables) + ("num_sms",)
+    fields: dict[str, str] = {}
+    tensor_maps: list[TensorMapSpec] = []
+    for raw in text[start + len(SPEC_OPEN):end].splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if ":" not in line:
+            raise SpecError("spec", f"line '{line}' is not 'field: value'")
+        key, value = (s.strip() for s in line.split(":", 1))
+        if key not in KNOWN_FIELDS:
+            raise SpecError(key, f"unknown field (known: {', '.join(KNOWN_FIELDS)})")
+        if key == "tensor_map":
+            tensor_maps.append(_parse_tensor_map(value, names))
+            continue
+        if key in fields:
+            raise SpecError(key, "given twice")
+        fields[key] = value
+    for required in ("entry", "block", "grid"):
+        if required not in fields:
+            raise SpecError(required, "is required")
+
+    entry = fields["entry"]
+    if not re.fullmatch(r"[A-Za-z_]\w*", entry):
+        raise SpecError("entry", f"'{entry}' is not a C identifier")
+
+    block_exprs = _parse_exprs(fields["block"], "block", ())
+    if not 1 <= len(block_exprs) <= 3:
+        raise SpecError("block", "needs 1 to 3 integers")
+    block = tuple(e({}) for e in block_exprs) + (1,) * (3 - len(block_exprs))
+    if any(b < 1 for b in block) or block[0] * block[1] * block[2] > 1024 or block[2] > 64:
+        raise SpecError("block", f"{block} is not a valid CUDA block (each >= 1, product <= 1024, z <= 64)")
+
+    grid = _parse_exprs(fields["grid"], "grid", names)
+    if not 1 <= len(grid) <= 3:
+        raise SpecError("grid", "needs 1 to 3 expressions")
+    one = Expr("1", ast.Constant(1), "grid")
+    grid = tuple(grid) + (one,) * (3 - len(grid))
+
+    scalars = {}
+    for key in ("smem", "workspace"):
+        exprs = _parse_exprs(fields.get(key, "0"), key, names)
+        if len(exprs) != 1:
+            raise SpecError(key, "needs exactly one expression")
+        scalars[key] = exprs[0]
+
+    layouts = tuple(s.strip() for s in fields.get("layouts", "NN").split(",") if s.strip())
+    bad = [x for x in layouts if x not in ("NN", "TN")]
+    if bad or not layouts:
+        raise SpecError("layouts", f"must list NN and/or TN, got '{fields.get('layouts')}'")
+    return LaunchSpec(entry, block, grid, scalars["smem"], scalars["workspace"], layouts, tuple(tensor_maps))
+
+
+def parse_candidate(text: str, variables: tuple[str, ...] = GEMM_VARIABLES) -> Candidate:
+    """Parse and validate a candidate text; raises SpecError naming the bad field."""
+    if not isinstance(text, str) or not text.strip():
+        raise SpecError("source", "empty candidate")
+    spec = parse_spec(text, variables)
+    if not _entry_declared(text, spec.entry):
+        raise SpecError("entry", f"no extern \"C\" __global__ function named '{spec.entry}' in the source")
+    return Candidate(text, spec)
+
+
+_FENCE = re.compile(r"```(?:cuda|cpp|c\+\+|cu|c)?\s*\n(.*?)```", re.DOTALL)
+
+
+def extract_candidate_text(completion: str) -> str:
+    """The candidate inside a model completion: the first fenced block holding a spec, else the raw text."""
+    for block in _FENCE.findall(completion):
+        if SPEC_OPEN in block:
+            return block
+    return completion

@@ -1,0 +1,131 @@
+"""`hgemm check FILE...` and `hgemm bench --kernels PATH --grid GRID --out results.json`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .compile import detect_arch
+from .entry import EvalOptions
+from .problem import load_grid
+
+
+def candidate_files(path: str) -> list[tuple[str, str]]:
+    """(name, text) for a .cu file or every .cu file in a folder (name = file stem)."""
+    p = Path(path)
+    files = sorted(p.glob("*.cu")) if p.is_dir() else [p]
+    if not files:
+        raise SystemExit(f"no .cu candidates under {path}")
+    return [(f.stem, f.read_text()) for f in files]
+
+
+def cmd_check(args) -> int:
+    from .pool import compile_all
+
+    failed = 0
+    named = [nt for path in args.files for nt in candidate_files(path)]
+    for (name, _), (entry, info) in zip(named, compile_all(named, arch=args.arch)):
+        if entry is None:
+            failed += 1
+            print(f"{name}: {info['status']}\n  {info['error']}")
+            continue
+        for layout, res in info["resources"].items():
+            print(f"{name} [{layout}]: {res['registers']} registers, {res['smem_static']} B static smem, "
+                  f"{res['stack_frame']} B stack, spills {res['spill_stores']}/{res['spill_loads']} B")
+    return 1 if failed else 0
+
+
+def run_bench(named: list[tuple[str, str]], problems, options: EvalOptions, arch: str | None = None,
+              progress: bool = True) -> dict:
+    """Compile everything, then (where a GPU is visible) evaluate every problem. Library entry point
+    of `hgemm bench`, also used by the tune and bench stages."""
+    from .envinfo import environment
+    from .pool import EvaluationPool, compile_all, visible_gpus
+
+    layouts = tuple(sorted({p.layout for p in problems}))
+    compiled = compile_all(named, layouts, arch)
+    cand_info = {name: info for (name, _), (_, info) in zip(named, compiled)}
+    entries = [e for e, _ in compiled if e is not None]
+    gpus = visible_gpus()
+    out = {"env": environment(options.timing_method), "options": options.to_dict(), "arch": arch or detect_arch(),
+           "gpu_run": bool(gpus), "candidates": cand_info, "problems": []}
+    if not gpus:
+        out["note"] = "compiled, not run: no GPU visible"
+        for p in problems:
+            out["problems"].append({"problem": p.to_dict(), "candidates": {
+                name: ({"status": "compiled"} if info["status"] == "compiled" else info) for name, info in cand_info.items()}})
+        return out
+    jobs = [(p, [e for e in entries if p.layout in e.cubins]) for p in problems]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(jobs), desc="problems", file=sys.stderr)
+    with EvaluationPool(options, gpus) as pool:
+        results = pool.run(jobs, progress=bar.update if bar else None)
+        out["worker_restarts"] = pool.restarts
+    if bar:
+        bar.close()
+    for p, res in zip(problems, results):
+        # compile failures are results too, so every candidate appears on every problem
+        for name, info in cand_info.items():
+            if info["status"] != "compiled":
+                res["candidates"][name] = info
+        out["problems"].append(res)
+    return out
+
+
+def cmd_bench(args) -> int:
+    from .summary import markdown
+
+    problems = load_grid(args.grid)
+    if args.classes:
+        problems = [p for p in problems if p.shape_class in args.classes]
+    if args.limit:
+        problems = problems[:args.limit]
+    options = EvalOptions(reps=args.reps, timing=not args.no_timing, torch_compile=args.torch_compile,
+                          timing_method=args.timing_method)
+    if args.baselines:
+        options.baselines = tuple(args.baselines.split(","))
+    results = run_bench(candidate_files(args.kernels), problems, options, args.arch)
+    results["grid"] = str(args.grid)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1, default=str))
+    md = markdown(results)
+    Path(args.markdown or out.with_suffix(".md")).write_text(md)
+    print(md)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hgemm", description=__doc__)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check", help="parse and compile candidates, print their resource use")
+    c.add_argument("files", nargs="+", help="candidate .cu files or folders of them")
+    c.add_argument("--arch", default=None, help="target, e.g. sm_90a (default: the GPU's, else sm_90a)")
+    c.set_defaults(fn=cmd_check)
+
+    b = sub.add_parser("bench", help="verify and time candidates against the baselines over a grid")
+    b.add_argument("--kernels", required=True, help="a candidate .cu file or a folder of them")
+    b.add_argument("--grid", required=True, help="grid YAML (see configs/grids/)")
+    b.add_argument("--out", required=True, help="results JSON path (a Markdown summary goes beside it)")
+    b.add_argument("--markdown", default=None, help="summary path (default: OUT with .md)")
+    b.add_argument("--classes", nargs="*", help="only these shape classes of the grid")
+    b.add_argument("--limit", type=int, default=0, help="only the first N problems (0: all)")
+    b.add_argument("--reps", type=int, default=10, help="timed repetitions per contender")
+    b.add_argument("--baselines", default=None, help="comma-separated baselines (default: all but torch_compile)")
+    b.add_argument("--torch-compile", action="store_true", help="add torch.compile max-autotune (slow to tune)")
+    b.add_argument("--timing-method", default="spin_batch", choices=("spin_batch", "events"), help="how to time")
+    b.add_argument("--no-timing", action="store_true", help="verify only")
+    b.add_argument("--arch", default=None, help="target arch (default: the GPU's, else sm_90a)")
+    b.set_defaults(fn=cmd_bench)
+
+    args = parser.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

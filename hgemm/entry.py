@@ -1,0 +1,69 @@
+"""What crosses from the CPU side to a GPU worker: evaluation options and compiled candidates.
+
+CPU-safe (no CUDA imports), so the compile-only path and the tests use it on any machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .candidate import SpecError, parse_candidate
+from .compile import compile_candidate
+
+# Input distributions of the correctness checks (hgemm.verify draws them).
+DISTRIBUTIONS = ("normal", "uniform_pos", "small_int")
+# Baselines (hgemm.baselines builds them); torch_compile is off by default: it takes minutes to tune.
+BASELINES = ("cublas", "torch", "cublaslt", "cublaslt_tuned", "pad8_cublas", "torch_compile")
+DEFAULT_BASELINES = ("cublas", "torch", "cublaslt", "cublaslt_tuned", "pad8_cublas")
+
+# Result classes, worst first. `compiled` is the CPU-only outcome; `harness_error` is ours, not the kernel's.
+STATUSES = ("parse_error", "compile_error", "unsupported", "launch_error", "timeout", "crash", "wrong", "ok")
+
+
+@dataclass
+class EvalOptions:
+    distributions: tuple[str, ...] = DISTRIBUTIONS
+    timing: bool = True
+    timing_method: str = "spin_batch"
+    reps: int = 10
+    target_batch_ms: float = 2.0
+    baselines: tuple[str, ...] = DEFAULT_BASELINES
+    torch_compile: bool = False
+    recheck_sets: int = 8
+    seed: int | None = None  # None: fresh inputs from os.urandom on every evaluation
+    l2_factor: float = 4.0
+    max_sets: int = 1024
+    max_timing_bytes: int = 6 << 30
+    slow_kernel_ms: float = 200.0  # a kernel slower than this per launch is timed with fewer launches
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Entry:
+    """A compiled candidate as the GPU side receives it."""
+
+    name: str
+    text: str
+    cubins: dict[str, str]  # layout -> cubin path
+    resources: dict = field(default_factory=dict)
+
+
+def compile_entry(name: str, text: str, layouts=("NN", "TN"), arch: str | None = None) -> tuple[Entry | None, dict]:
+    """Parse and compile one candidate for the layouts it supports: (Entry or None, status dict)."""
+    try:
+        cand = parse_candidate(text)
+    except SpecError as e:
+        return None, {"status": "parse_error", "error": str(e)}
+    cubins, resources, seconds = {}, {}, 0.0
+    for layout in layouts:
+        if not cand.supports(layout):
+            continue
+        r = compile_candidate(cand, layout, arch=arch)
+        seconds += r.seconds
+        if not r.ok:
+            return None, {"status": "compile_error", "error": r.error, "layout": layout}
+        cubins[layout] = r.cubin_path
+        resources[layout] = asdict(r.resources)
+    return Entry(name, text, cubins, resources), {"status": "compiled", "resources": resources, "compile_s": seconds}

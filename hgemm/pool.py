@@ -1,0 +1,235 @@
+"""Evaluation in worker processes, one per visible GPU, supervised by a watchdog.
+
+A candidate can hang its GPU, fault the context (illegal address: every later call fails), or crash
+the process. None of that may stop a training stage, so GPU work happens in child processes: the
+parent compiles on all CPU cores, hands each worker one problem with its candidates, and watches the
+messages the worker sends as it goes. A worker that goes silent past its deadline is killed; one
+that dies is replaced; the candidate it was on is classified `timeout` or `crash`, and the rest of
+the job is given to the fresh worker.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import shutil
+import subprocess
+import time
+import traceback
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from .entry import Entry, EvalOptions, compile_entry
+from .problem import Problem
+
+
+def visible_gpus() -> list[int]:
+    """GPU indices this process may use, found without initialising CUDA in the parent."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30).stdout
+    except subprocess.SubprocessError:
+        return []
+    count = sum(1 for line in out.splitlines() if line.startswith("GPU "))
+    if env is not None:
+        ids = [int(x) for x in env.split(",") if x.strip().isdigit()]
+        return [i for i in ids if i < count]
+    return list(range(count))
+
+
+def compile_all(named_texts: list[tuple[str, str]], layouts=("NN", "TN"), arch: str | None = None,
+                workers: int | None = None) -> list[tuple[Entry | None, dict]]:
+    """Parse and compile many candidates in parallel (nvcc runs as subprocesses, so threads suffice)."""
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as ex:
+        return list(ex.map(lambda nt: compile_entry(nt[0], nt[1], layouts, arch), named_texts))
+
+
+def _worker_main(gpu: int, options: dict, jobs: mp.Queue, out: mp.Queue, wid: int) -> None:
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before any CUDA library loads
+    from .evaluate import ContextLost, GemmEvaluator
+
+    def emit(kind: str, payload: dict) -> None:
+        out.put((wid, kind, payload))
+
+    try:
+        evaluator = GemmEvaluator(EvalOptions(**options))
+    except Exception:
+        emit("fatal", {"error": traceback.format_exc()})
+        return
+    emit("ready", {})
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        problem, entries = job
+        try:
+            result = evaluator.run_problem(problem, entries, emit)
+            emit("done", {"result": result})
+        except ContextLost:
+            return  # the parent sees the exit and replaces this process
+        except Exception:
+            emit("error", {"error": traceback.format_exc(limit=8)})
+            # a harness error may have left the context unusable; start clean
+            return
+
+
+@dataclass
+class _JobState:
+    index: int
+    problem: Problem
+    entries: list[Entry]
+    final: dict = field(default_factory=dict)  # name -> result fixed by the supervisor (timeout/crash)
+    verified: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Worker:
+    gpu: int
+    proc: mp.Process
+    jobs: mp.Queue
+    job: _JobState | None = None
+    phase: str = "idle"
+    current: int = -1
+    last_seen: float = 0.0
+    ready: bool = False
+
+
+class EvaluationPool:
+    def __init__(self, options: EvalOptions | None = None, gpus: list[int] | None = None,
+                 verify_timeout_s: float = 60.0, timing_timeout_s: float = 900.0, start_timeout_s: float = 180.0):
+        self.options = options or EvalOptions()
+        self.gpus = gpus if gpus is not None else visible_gpus()
+        if not self.gpus:
+            raise RuntimeError("no GPU visible: evaluation needs one (CPU machines only compile)")
+        self.verify_timeout_s = verify_timeout_s
+        self.timing_timeout_s = timing_timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.ctx = mp.get_context("spawn")
+        self.out = self.ctx.Queue()
+        self.workers: dict[int, _Worker] = {}
+        self._next_wid = 0
+        self.restarts = 0
+        for gpu in self.gpus:
+            self._spawn(gpu)
+
+    def _spawn(self, gpu: int) -> None:
+        wid = self._next_wid
+        self._next_wid += 1
+        jobs = self.ctx.Queue()
+        proc = self.ctx.Process(target=_worker_main, args=(gpu, self.options.to_dict(), jobs, self.out, wid), daemon=True)
+        proc.start()
+        self.workers[wid] = _Worker(gpu, proc, jobs, last_seen=time.monotonic())
+
+    def _replace(self, wid: int) -> None:
+        w = self.workers.pop(wid)
+        if w.proc.is_alive():
+            w.proc.kill()
+        w.proc.join(timeout=30)
+        self.restarts += 1
+        self._spawn(w.gpu)
+
+    def close(self) -> None:
+        for w in self.workers.values():
+            if w.proc.is_alive():
+                w.jobs.put(None)
+        for w in self.workers.values():
+            w.proc.join(timeout=10)
+            if w.proc.is_alive():
+                w.proc.kill()
+        self.workers.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _fail_current(self, w: _Worker, status: str) -> _JobState | None:
+        """Classify what the worker was doing when it hung or died; return the job to requeue, if any."""
+        job = w.job
+        if job is None:
+            return None
+        reason = f"{status} while {'verifying' if w.phase == 'verify' else 'timing'} (worker on GPU {w.gpu} replaced)"
+        if w.phase == "verify" and 0 <= w.current < len(job.entries):
+            culprit = job.entries[w.current]
+            # a sticky fault was already classified by the worker before it exited: keep its message
+            job.final[culprit.name] = job.verified.get(culprit.name) or {"status": status, "error": reason}
+            rest = [e for e in job.entries if e.name != culprit.name]
+        else:
+            # interleaved timing cannot tell which kernel hung; with one candidate it can
+            ok = [e for e in job.entries if job.verified.get(e.name, {}).get("status") == "ok"]
+            note = reason if len(ok) == 1 else reason + f"; not attributable among {len(ok)} candidates timed together"
+            for e in ok:
+                job.final[e.name] = {"status": status, "error": note}
+            rest = []
+        remaining = [e for e in rest if e.name not in job.final]
+        job.entries, job.verified = remaining, {}
+        return job
+
+    def run(self, jobs: list[tuple[Problem, list[Entry]]], progress=None) -> list[dict]:
+        """Evaluate every (problem, entries) job; one result dict per job, in order."""
+        pending = deque(_JobState(i, p, list(es)) for i, (p, es) in enumerate(jobs))
+        results: list[dict | None] = [None] * len(jobs)
+        done = 0
+        while done < len(jobs):
+            for wid, w in list(self.workers.items()):
+                if w.ready and w.job is None and pending:
+                    job = pending.popleft()
+                    if not job.entries:  # everything was classified by the supervisor
+                        results[job.index] = {"problem": job.problem.to_dict(), "candidates": dict(job.final)}
+                        done += 1
+                        if progress:
+                            progress(1)
+                        continue
+                    w.job, w.phase, w.current, w.last_seen = job, "verify", -1, time.monotonic()
+                    w.jobs.put((job.problem, job.entries))
+            try:
+                wid, kind, payload = self.out.get(timeout=0.5)
+            except queue.Empty:
+                wid = None
+            if wid is not None and wid in self.workers:
+                w = self.workers[wid]
+                w.last_seen = time.monotonic()
+                if kind == "ready":
+                    w.ready = True
+                elif kind == "fatal":
+                    raise RuntimeError(f"evaluation worker on GPU {w.gpu} could not start:\n{payload['error']}")
+                elif kind == "begin":
+                    w.phase, w.current = payload["phase"], payload["index"]
+                elif kind == "verified" and w.job is not None:
+                    w.job.verified[w.job.entries[payload["index"]].name] = payload["result"]
+                elif kind in ("done", "error") and w.job is not None:
+                    job = w.job
+                    if kind == "done":
+                        res = payload["result"]
+                    else:
+                        res = {"problem": job.problem.to_dict(), "harness_error": payload["error"],
+                               "candidates": {e.name: {"status": "harness_error", "error": payload["error"][-2000:]}
+                                              for e in job.entries}}
+                    res["candidates"].update(job.final)
+                    results[job.index] = res
+                    done += 1
+                    if progress:
+                        progress(1)
+                    w.job, w.phase = None, "idle"
+            now = time.monotonic()
+            for wid, w in list(self.workers.items()):
+                dead = not w.proc.is_alive()
+                if not w.ready:
+                    if dead or now - w.last_seen > self.start_timeout_s:
+                        raise RuntimeError(f"evaluation worker on GPU {w.gpu} died or hung while starting")
+                    continue
+                limit = self.verify_timeout_s if w.phase == "verify" else self.timing_timeout_s
+                if w.job is not None and (dead or now - w.last_seen > limit):
+                    job = self._fail_current(w, "crash" if dead else "timeout")
+                    if job is not None:
+                        pending.appendleft(job)
+                    self._replace(wid)
+                elif dead:
+                    self._replace(wid)
+        return results  # type: ignore[return-value]

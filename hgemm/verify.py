@@ -1,0 +1,139 @@
+"""Correctness checks for GEMM candidates: inputs, higher-precision reference, tolerances, guard bands.
+
+Device-agnostic torch code: the GPU harness runs it on CUDA tensors, the CPU tests on CPU tensors.
+
+Tolerance, per element (c the kernel's fp16 output, r the float64 reference):
+
+    |c - r| <= 2^-10 * |r|  +  2^-20 * sqrt(K) * (|A| @ |B|)  +  2^-24
+
+- 2^-10 |r|: one fp16 ulp of the result (round-to-nearest needs half of it; any rounding mode passes);
+- 2^-20 sqrt(K) (|A||B|): fp32 accumulation in any order. Its rounding error grows like
+  sqrt(K) * 2^-24 * (|A||B|) in practice; the bound keeps 16x headroom over that;
+- 2^-24: the smallest fp16 subnormal, for results that round to zero.
+An fp16 accumulator errs by about sqrt(K) * 2^-12 * (|A||B|), 2^8 times the fp32 allowance, so it fails
+(the `uniform_pos` distribution, all-positive with a large K, makes this certain). A kernel that rounds
+its inputs to bf16 errs by ~2^-9 per product and fails too.
+
+The `small_int` distribution draws integers in [-2, 2]: every product and partial sum is exact in fp32,
+so wherever |r| <= 2048 (exactly representable in fp16) the output must equal r bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+
+from .entry import DISTRIBUTIONS
+from .problem import Problem
+
+FP16_NAN_BITS = 0x7E00
+GUARD_ELEMS = 1 << 18  # 512 KiB of fp16 on each side of every buffer
+
+
+def random_tensor(shape, distribution: str, gen: torch.Generator, device) -> torch.Tensor:
+    """fp16 test data; never zeros, since zeros hide unwritten outputs and wrong indexing."""
+    if distribution == "normal":
+        x = torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
+    elif distribution == "uniform_pos":
+        x = torch.rand(shape, generator=gen, device=device, dtype=torch.float32) * 0.9 + 0.1
+    elif distribution == "small_int":
+        x = torch.randint(-2, 3, shape, generator=gen, device=device).float()
+    else:
+        raise ValueError(f"unknown distribution {distribution!r} (known: {DISTRIBUTIONS})")
+    return x.to(torch.float16)
+
+
+class GuardedBuffer:
+    """A 2-byte-element tensor with guard bands before and after it, filled with a random pattern, to
+    catch writes past either end."""
+
+    def __init__(self, shape, dtype, device, gen: torch.Generator, guard: int = GUARD_ELEMS):
+        assert torch.empty((), dtype=dtype).element_size() == 2
+        n = math.prod(shape)
+        self.guard = guard
+        self.flat = torch.empty(n + 2 * guard, dtype=dtype, device=device)
+        self.tensor = self.flat[guard:guard + n].view(shape)
+        bits = torch.randint(-(2**15), 2**15, (2 * guard,), generator=gen, device=device, dtype=torch.int32)
+        self.pattern = bits.to(torch.int16)
+        self._write_guards()
+
+    def _write_guards(self) -> None:
+        raw, g = self.flat.view(torch.int16), self.guard
+        raw[:g] = self.pattern[:g]
+        raw[raw.numel() - g:] = self.pattern[g:2 * g]
+
+    def guards_intact(self) -> bool:
+        raw, g = self.flat.view(torch.int16), self.guard
+        return bool(torch.equal(raw[:g], self.pattern[:g]) and torch.equal(raw[raw.numel() - g:], self.pattern[g:2 * g]))
+
+    def poison(self) -> None:
+        """NaN everywhere, so an element the kernel does not write fails the check."""
+        self.tensor.view(torch.int16).fill_(FP16_NAN_BITS)
+
+
+def reference(A: torch.Tensor, B: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """float64 product and |A| @ |B| (the scale of accumulation error)."""
+    a, b = A.double(), B.double()
+    if layout == "TN":
+        b = b.transpose(-1, -2)
+    return torch.matmul(a, b), torch.matmul(a.abs(), b.abs())
+
+
+@dataclass
+class CheckReport:
+    ok: bool
+    max_abs_err: float
+    max_err_over_tol: float
+    rel_fro_err: float
+    n_bad: int
+    n_nan: int
+    exact: bool
+    detail: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def tolerance(ref: torch.Tensor, absprod: torch.Tensor, K: int) -> torch.Tensor:
+    return 2.0**-10 * ref.abs() + 2.0**-20 * math.sqrt(K) * absprod + 2.0**-24
+
+
+def check_output(C: torch.Tensor, ref: torch.Tensor, absprod: torch.Tensor, K: int, exact: bool = False) -> CheckReport:
+    c = C.double()
+    n_nan = int((~torch.isfinite(c)).sum())
+    err = (c - ref).abs()
+    tol = tolerance(ref, absprod, K)
+    bad = ~(err <= tol)  # NaN compares false, so it counts as bad
+    if exact:
+        representable = ref.abs() <= 2048
+        bad |= representable & (c != ref)
+    n_bad = int(bad.sum())
+    finite_err = torch.where(torch.isfinite(err), err, torch.zeros_like(err))
+    ratio = torch.where(torch.isfinite(err), err / tol, torch.full_like(err, float("inf")))
+    denom = float(ref.norm()) or 1.0
+    detail = ""
+    if n_bad:
+        idx = int(bad.flatten().nonzero()[0])
+        pos = tuple(int(x) for x in torch.unravel_index(torch.tensor(idx), tuple(C.shape)))
+        detail = (f"{n_bad} of {C.numel()} elements out of tolerance; first at (batch, row, col) = {pos}: "
+                  f"got {float(c.flatten()[idx])}, want {float(ref.flatten()[idx])}")
+    return CheckReport(
+        ok=n_bad == 0,
+        max_abs_err=float(finite_err.max()) if c.numel() else 0.0,
+        max_err_over_tol=float(ratio.max()) if c.numel() else 0.0,
+        rel_fro_err=float((torch.where(torch.isfinite(c), c, ref) - ref).norm()) / denom,
+        n_bad=n_bad,
+        n_nan=n_nan,
+        exact=exact,
+        detail=detail,
+    )
+
+
+def problem_inputs(problem: Problem, distribution: str, gen: torch.Generator, device) -> tuple[GuardedBuffer, GuardedBuffer]:
+    A = GuardedBuffer(problem.a_shape, torch.float16, device, gen)
+    B = GuardedBuffer(problem.b_shape, torch.float16, device, gen)
+    A.tensor.copy_(random_tensor(problem.a_shape, distribution, gen, device))
+    B.tensor.copy_(random_tensor(problem.b_shape, distribution, gen, device))
+    return A, B

@@ -1,0 +1,227 @@
+"""Collect candidate documents: CUDA-ish source files shipped by installed packages, and the project's own kernels.
+
+Every document carries its provenance (source, package, version, path, licence) so that the licence allowlist,
+the statistics and any later audit can say where a training text came from. Harvesting never fails on a bad
+file: binary, non-UTF-8 and unreadable files are skipped and counted in a `skips` Counter (reason -> count).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import importlib
+import importlib.metadata as md
+import logging
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+log = logging.getLogger(__name__)
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_PACKAGE = "hgemm-l2"
+PROJECT_LICENCE = "project"
+# Enough of a file's head to recognise binary content without reading whole archives.
+BINARY_SNIFF_BYTES = 8192
+
+
+@dataclass(frozen=True)
+class Document:
+    text: str
+    source: str  # "package", "family_variant", "reference" or "task"
+    package: str
+    version: str
+    path: str
+    licence: str
+
+    def as_row(self) -> dict:
+        return asdict(self)
+
+
+def resolve_project_path(pattern: str) -> str:
+    """Config paths are relative to the repository root, so a stage behaves the same from any cwd."""
+    p = Path(pattern)
+    return str(p if p.is_absolute() else PROJECT_ROOT / p)
+
+
+def project_version() -> str:
+    try:
+        return md.version(PROJECT_PACKAGE)
+    except md.PackageNotFoundError:
+        # Not pip-installed (plain checkout): read the version pyproject.toml declares.
+        match = re.search(r'^version\s*=\s*"([^"]+)"', (PROJECT_ROOT / "pyproject.toml").read_text(), re.M)
+        return match.group(1) if match else "0+unknown"
+
+
+# ----------------------------------------------------------------------------------------- licences
+
+_CLASSIFIER_LICENCES = {
+    "MIT License": "MIT",
+    "BSD License": "BSD",
+    "Apache Software License": "Apache-2.0",
+    "Boost Software License 1.0 (BSL-1.0)": "BSL-1.0",
+    "Mozilla Public License 2.0 (MPL 2.0)": "MPL-2.0",
+}
+
+
+def package_licence(dist: md.Distribution) -> str:
+    """The licence a distribution declares, preferring the SPDX expression (PEP 639) over free text."""
+    meta = dist.metadata
+    expression = (meta.get("License-Expression") or "").strip()
+    if expression:
+        return expression
+    text = (meta.get("License") or "").strip()
+    # Some packages paste the whole licence text into License; only a short one-line value is a name.
+    if text and "\n" not in text and len(text) <= 80 and text.upper() != "UNKNOWN":
+        return text
+    for classifier in meta.get_all("Classifier") or []:
+        if classifier.startswith("License ::"):
+            leaf = classifier.split("::")[-1].strip()
+            return _CLASSIFIER_LICENCES.get(leaf, leaf)
+    return "unknown"
+
+
+def licence_allowed(licence: str, allowlist: Iterable[str]) -> bool:
+    """True when an SPDX-like expression is acceptable under the allowlist (case-insensitive).
+
+    `A OR B` needs one allowed side; `A AND B` needs every part; `X WITH exception` counts as X.
+    Parentheses are ignored, which is conservative for the mixed expressions packages actually ship."""
+    allowed = {a.strip().lower() for a in allowlist}
+    expr = licence.replace("(", " ").replace(")", " ").strip().lower()
+    if expr in allowed:
+        return True
+
+    def term_ok(term: str) -> bool:
+        return term.split(" with ")[0].strip() in allowed
+
+    return any(
+        all(term_ok(t) for t in alternative.split(" and ")) for alternative in expr.split(" or ")
+    )
+
+
+# ----------------------------------------------------------------------------------------- file reading
+
+
+def read_text_file(path: Path, skips: Counter) -> str | None:
+    """UTF-8 text of a file, or None with the reason counted (binary, non-UTF-8, unreadable)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        skips["unreadable"] += 1
+        return None
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        skips["binary"] += 1
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        skips["non_utf8"] += 1
+        return None
+
+
+# ----------------------------------------------------------------------------------------- packages
+
+
+def find_distributions(
+    patterns: list[str], search_paths: list[str] | None, missing: list[str]
+) -> list[md.Distribution]:
+    """Installed distributions whose normalised name matches a configured name or glob (e.g. nvidia-cuda-*).
+
+    A pattern that matches nothing is a warning, not an error: CPU machines lack the CUDA packages."""
+    kwargs = {"path": [resolve_project_path(p) for p in search_paths]} if search_paths else {}
+    by_name: dict[str, md.Distribution] = {}
+    for dist in md.distributions(**kwargs):
+        name = _normalise(dist.metadata["Name"] or "")
+        by_name.setdefault(name, dist)  # first on the path wins, as for imports
+    chosen: dict[str, md.Distribution] = {}
+    for pattern in patterns:
+        hits = sorted(n for n in by_name if fnmatch.fnmatchcase(n, _normalise(pattern)))
+        if not hits:
+            log.warning("corpus: package %r is not installed; skipping it", pattern)
+            missing.append(f"package {pattern}")
+        for name in hits:
+            chosen[name] = by_name[name]
+    return [chosen[n] for n in sorted(chosen)]
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def harvest_package(
+    dist: md.Distribution, extensions: Iterable[str], exclude_globs: Iterable[str], skips: Counter
+) -> Iterator[Document]:
+    """Documents for one distribution's files, in sorted path order (determinism)."""
+    exts = tuple(e.lower() for e in extensions)
+    excludes = list(exclude_globs)
+    name, version, licence = dist.metadata["Name"], dist.version, package_licence(dist)
+    for rel in sorted(str(f) for f in (dist.files or [])):
+        if not rel.lower().endswith(exts) or any(fnmatch.fnmatch(rel, g) for g in excludes):
+            continue
+        text = read_text_file(Path(dist.locate_file(rel)), skips)
+        if text is not None:
+            yield Document(text, "package", name, version, rel, licence)
+
+
+def harvest_packages(cfg, skips: Counter, missing: list[str]) -> Iterator[Document]:
+    for dist in find_distributions(cfg.packages, cfg.search_paths, missing):
+        yield from harvest_package(dist, cfg.extensions, cfg.exclude_path_globs, skips)
+
+
+# ----------------------------------------------------------------------------------------- project kernels
+
+
+def _lazy(module: str, attribute: str, missing: list[str]):
+    """A function from a sibling module that may not exist yet; None (with a warning) when missing.
+
+    Only absence is forgiven: an import error raised inside an existing module is a bug and propagates."""
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except ModuleNotFoundError as e:
+        if e.name is None or not module.startswith(e.name):
+            raise
+        reason = f"module {e.name} not found"
+    except AttributeError:
+        reason = f"{module} has no {attribute}"
+    log.warning("corpus: %s.%s is not available (%s); skipping that source", module, attribute, reason)
+    missing.append(f"{module}.{attribute}")
+    return None
+
+
+def harvest_reference(patterns: list[str], skips: Counter) -> Iterator[Document]:
+    version = project_version()
+    files = sorted({f for p in patterns for f in glob.glob(resolve_project_path(p))})
+    for f in files:
+        text = read_text_file(Path(f), skips)
+        if text is not None:
+            yield Document(text, "reference", PROJECT_PACKAGE, version, project_relative(f), PROJECT_LICENCE)
+
+
+def harvest_family_variants(n: int, seed: int, missing: list[str]) -> Iterator[Document]:
+    if n <= 0:
+        return
+    sample_variants = _lazy("kernels_corpus.families", "sample_variants", missing)
+    if sample_variants is None:
+        return
+    version = project_version()
+    for name, text in sample_variants(n, seed):
+        yield Document(text, "family_variant", PROJECT_PACKAGE, version, f"families/{name}", PROJECT_LICENCE)
+
+
+def harvest_tasks(missing: list[str]) -> Iterator[Document]:
+    load_tasks = _lazy("kernels_corpus.tasks", "load_tasks", missing)
+    if load_tasks is None:
+        return
+    version = project_version()
+    for task in sorted(load_tasks(), key=lambda t: t.name):
+        if task.solution:
+            yield Document(task.solution, "task", PROJECT_PACKAGE, version, f"tasks/{task.name}", PROJECT_LICENCE)
+
+
+def project_relative(path: str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,19 @@
+// ADVERSARIAL: writes zeros everywhere
+#include <cuda_fp16.h>
+/*@launch
+entry: adv_all_zeros
+block: 16, 16
+grid: cdiv(N, 16), cdiv(M, 16), batch
+smem: 0
+workspace: 0
+layouts: NN
+@*/
+extern "C" __global__ void adv_all_zeros(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C, int M, int N, int K, int batch, void* workspace) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  const int row = blockIdx.y * blockDim.y + threadIdx.y;
+  const long long z = blockIdx.z;
+  if (row >= M || col >= N) return;
+  const __half* a = A + z * M * K + (long long)row * K;
+  const __half* b = B + z * K * N + col;
+  C[z * M * N + (long long)row * N + col] = __float2half(0.f);
+}

@@ -1,0 +1,89 @@
+import pytest
+
+from conftest import read_kernel
+from hgemm.candidate import SpecError, extract_candidate_text, parse_candidate
+
+NAIVE = read_kernel("kernels_corpus/reference/naive.cu")
+
+
+def with_spec(spec_body: str, entry: str = "k") -> str:
+    return (f"/*@launch\n{spec_body}\n@*/\n"
+            f'extern "C" __global__ void {entry}(const __half* A, const __half* B, __half* C, int M, int N, int K, '
+            f"int batch, void* workspace) {{}}\n")
+
+
+def test_reference_kernels_parse():
+    for name in ("naive", "smem_tiled", "mma_sync"):
+        cand = parse_candidate(read_kernel(f"kernels_corpus/reference/{name}.cu"))
+        assert cand.spec.layouts == ("NN", "TN")
+        assert len(cand.sha) == 16
+
+
+def test_launch_dims_evaluate_expressions():
+    cand = parse_candidate(NAIVE)
+    grid, block, smem, ws = cand.spec.launch_dims({"M": 100, "N": 33, "K": 7, "batch": 3, "num_sms": 132})
+    assert grid == (3, 7, 3) and block == (16, 16, 1) and smem == 0 and ws == 0
+
+
+def test_spec_round_trips_through_render():
+    cand = parse_candidate(NAIVE)
+    again = parse_candidate(NAIVE.replace(NAIVE[NAIVE.index("/*@launch"):NAIVE.index("@*/") + 3], cand.spec.render()))
+    assert again.spec == cand.spec
+
+
+@pytest.mark.parametrize("spec,field", [
+    ("block: 16\ngrid: 1", "entry"),
+    ("entry: k\ngrid: 1", "block"),
+    ("entry: k\nblock: 16", "grid"),
+    ("entry: k\nblock: 2048\ngrid: 1", "block"),
+    ("entry: k\nblock: 32\ngrid: cdiv(N, 16), P", "grid"),
+    ("entry: k\nblock: 32\ngrid: __import__('os')", "grid"),
+    ("entry: k\nblock: 32\ngrid: N / 2", "grid"),
+    ("entry: k\nblock: 32\ngrid: 1\nsmem: 1.5", "smem"),
+    ("entry: k\nblock: 32\ngrid: 1\nlayouts: NT", "layouts"),
+    ("entry: k\nblock: 32\ngrid: 1\ncolour: red", "colour"),
+    ("entry: k\nblock: 32\ngrid: 1\ntensor_map: D, box=(64, 64)", "tensor_map"),
+    ("entry: k\nblock: 32\ngrid: 1\ntensor_map: A, box=(64, 512)", "tensor_map"),
+    ("entry: k\nblock: 32\ngrid: 1\ntensor_map: A, box=(64, 64), swizzle=16", "tensor_map"),
+    ("entry: 9k\nblock: 32\ngrid: 1", "entry"),
+])
+def test_malformed_spec_names_the_field(spec, field):
+    with pytest.raises(SpecError) as err:
+        parse_candidate(with_spec(spec))
+    assert err.value.field == field
+    assert f"'{field}'" in str(err.value)
+
+
+def test_missing_entry_function_is_rejected():
+    with pytest.raises(SpecError) as err:
+        parse_candidate(with_spec("entry: other\nblock: 32\ngrid: 1"))
+    assert err.value.field == "entry"
+
+
+def test_missing_or_unclosed_spec_block():
+    with pytest.raises(SpecError):
+        parse_candidate('extern "C" __global__ void k() {}')
+    with pytest.raises(SpecError):
+        parse_candidate('/*@launch\nentry: k\nextern "C" __global__ void k() {}')
+
+
+def test_grid_out_of_range_at_launch_time():
+    cand = parse_candidate(with_spec("entry: k\nblock: 32\ngrid: 1, cdiv(M, 1)"))
+    with pytest.raises(SpecError) as err:
+        cand.spec.launch_dims({"M": 70000, "N": 1, "K": 1, "batch": 1, "num_sms": 132})
+    assert err.value.field == "grid"
+
+
+def test_tensor_maps_and_num_sms():
+    cand = parse_candidate(with_spec(
+        "entry: k\nblock: 384\ngrid: min(num_sms, cdiv(M, 128) * cdiv(N, 256))\nsmem: 3 * (128 * 64 + 256 * 64) * 2\n"
+        "tensor_map: A, box=(128, 64), swizzle=128\ntensor_map: B, box=(64, 256), swizzle=128"))
+    assert [t.operand for t in cand.spec.tensor_maps] == ["A", "B"]
+    grid, _, smem, _ = cand.spec.launch_dims({"M": 4096, "N": 4096, "K": 4096, "batch": 1, "num_sms": 132})
+    assert grid == (132, 1, 1) and smem == 147456
+
+
+def test_extract_from_model_completion():
+    completion = "Here is a kernel:\n```cuda\n" + NAIVE + "```\nDone."
+    assert extract_candidate_text(completion).strip() == NAIVE.strip()
+    assert extract_candidate_text(NAIVE) == NAIVE

@@ -1,0 +1,186 @@
+"""Harvesting from a fixture package folder (never the real site-packages), filters, and the end-to-end build."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from kernels_corpus import filters, harvest
+from kernels_corpus.build import CorpusConfig, build_corpus
+
+SAXPY = """#include <cuda_fp16.h>
+// y = a * x + y over n halves, grid-stride loop so any launch size covers the array.
+extern "C" __global__ void saxpy_half(int n, float a, const __half* x, __half* y) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    float v = a * __half2float(x[i]) + __half2float(y[i]);
+    y[i] = __float2half_rn(v);
+  }
+}
+"""
+
+REDUCE = """// Block-wide sum with shared memory, then one atomicAdd per block into the result.
+template <int BLOCK>
+__global__ void block_sum(const float* __restrict__ in, float* __restrict__ out, int n) {
+  __shared__ float partial[BLOCK];
+  int tid = threadIdx.x;
+  int i = blockIdx.x * BLOCK + tid;
+  partial[tid] = i < n ? in[i] : 0.0f;
+  __syncthreads();
+  for (int stride = BLOCK / 2; stride > 0; stride >>= 1) {
+    if (tid < stride) partial[tid] += partial[tid + stride];
+    __syncthreads();
+  }
+  if (tid == 0) atomicAdd(out, partial[0]);
+}
+"""
+
+HOST_ONLY = "#pragma once\n// A plain C++ header with no device code at all.\n" + "inline int add(int a, int b) { return a + b; }\n" * 10
+
+
+def write_fake_package(site: Path, name: str, version: str, licence: str, files: dict[str, bytes | str],
+                       dangling: tuple[str, ...] = ()) -> None:
+    """A minimal installed distribution: NAME-VERSION.dist-info (METADATA + RECORD) and its files."""
+    info = site / f"{name}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.4\nName: {name}\nVersion: {version}\nLicense-Expression: {licence}\n")
+    record = []
+    for rel, content in files.items():
+        path = site / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+        record.append(f"{rel},,")
+    record += [f"{rel},," for rel in dangling]  # listed in RECORD but gone from disk: unreadable
+    (info / "RECORD").write_text("\n".join(record) + "\n")
+
+
+@pytest.fixture
+def fake_site(tmp_path: Path) -> Path:
+    site = tmp_path / "site"
+    write_fake_package(site, "fakecuda", "1.2.3", "MIT", {
+        "fakecuda/include/saxpy.cuh": SAXPY,
+        "fakecuda/include/reduce.cu": REDUCE,
+        "fakecuda/include/host.h": HOST_ONLY,
+        "fakecuda/include/blob.cuh": b"\x7fELF\x00\x00\x01" + b"__global__" * 50,
+        "fakecuda/include/latin1.h": ("// caf\xe9 " + SAXPY).encode("latin-1"),
+        "fakecuda/module.py": "print('not CUDA-ish by extension')\n",
+    }, dangling=("fakecuda/include/gone.cu",))
+    write_fake_package(site, "closedcuda", "0.1", "LicenseRef-Proprietary", {"closedcuda/k.cu": REDUCE})
+    return site
+
+
+def test_harvest_skips_binary_non_utf8_and_unreadable(fake_site):
+    skips, missing = Counter(), []
+    dists = harvest.find_distributions(["fakecuda"], [str(fake_site)], missing)
+    docs = list(harvest.harvest_package(dists[0], [".cu", ".cuh", ".h"], [], skips))
+    assert sorted(d.path for d in docs) == ["fakecuda/include/host.h", "fakecuda/include/reduce.cu",
+                                            "fakecuda/include/saxpy.cuh"]
+    assert skips == {"binary": 1, "non_utf8": 1, "unreadable": 1}
+    d = docs[0]
+    assert (d.source, d.package, d.version, d.licence) == ("package", "fakecuda", "1.2.3", "MIT")
+
+
+def test_missing_package_is_a_warning(fake_site, caplog):
+    missing = []
+    with caplog.at_level(logging.WARNING):
+        dists = harvest.find_distributions(["fakecuda", "not-installed-pkg", "closed*"], [str(fake_site)], missing)
+    assert [d.metadata["Name"] for d in dists] == ["closedcuda", "fakecuda"]
+    assert missing == ["package not-installed-pkg"]
+    assert "not-installed-pkg" in caplog.text
+
+
+@pytest.mark.parametrize("licence, ok", [
+    ("MIT", True), ("mit", True), ("BSD-3-Clause", True), ("GPL-3.0-only", False),
+    ("Apache-2.0 AND Apache-2.0 WITH LLVM-exception AND MIT", True), ("MIT AND GPL-3.0-only", False),
+    ("GPL-3.0-only OR MIT", True), ("unknown", False),
+])
+def test_licence_allowlist(licence, ok):
+    assert harvest.licence_allowed(licence, ["MIT", "BSD-3-Clause", "Apache-2.0"]) is ok
+
+
+def _settings(**kw) -> filters.FilterSettings:
+    cfg = CorpusConfig(**kw)
+    return filters.FilterSettings(cfg.min_bytes, cfg.max_bytes, tuple(cfg.cuda_markers), tuple(cfg.generated_markers),
+                                  cfg.generated_head_bytes, cfg.max_numeric_fraction, cfg.max_line_length,
+                                  tuple(cfg.licence_allowlist))
+
+
+def _doc(text: str, licence: str = "MIT") -> harvest.Document:
+    return harvest.Document(text, "package", "p", "1", "x.cu", licence)
+
+
+def test_filters_drop_reasons():
+    s = _settings(min_bytes=64, max_bytes=2000)
+    table = "__device__ const float lut[] = {\n" + ",\n".join(", ".join(str(i * j) for j in range(16))
+                                                          for i in range(40)) + "};\n"
+    assert filters.drop_reason(_doc(SAXPY), s) is None
+    assert filters.drop_reason(_doc(SAXPY, "GPL-3.0-only"), s) == "licence"
+    assert filters.drop_reason(_doc("__global__ void f();"), s) == "too_small"
+    assert filters.drop_reason(_doc(SAXPY * 20), s) == "too_large"
+    assert filters.drop_reason(_doc(HOST_ONLY), s) == "no_cuda"
+    assert filters.drop_reason(_doc("// This file is auto-generated. Do not edit.\n" + SAXPY), s) == "generated"
+    assert filters.drop_reason(_doc(table[:1990]), s) == "generated"
+
+
+def _config(site: Path, heldout: Path | None = None, **kw) -> CorpusConfig:
+    return CorpusConfig(packages=["fakecuda", "closedcuda", "absent-pkg"], search_paths=[str(site)],
+                        extensions=[".cu", ".cuh", ".h"], reference_globs=[], family_variants=0,
+                        include_tasks=False, min_bytes=64, heldout_globs=[str(heldout)] if heldout else [],
+                        validation_fraction=0.5, **kw)
+
+
+def test_build_writes_dataset_stats_and_is_deterministic(fake_site, tmp_path):
+    from datasets import load_from_disk
+
+    runs = []
+    for name in ("a", "b"):
+        metrics = build_corpus(_config(fake_site), tmp_path / name, progress=False)
+        ds = load_from_disk(str(tmp_path / name / "dataset"))
+        runs.append(({split: ds[split].to_list() for split in ds}, (tmp_path / name / "stats.json").read_text()))
+    assert runs[0] == runs[1]
+    rows, stats_text = runs[0]
+    stats = json.loads(stats_text)
+    assert set(rows) == {"train", "validation"}
+    all_rows = rows["train"] + rows["validation"]
+    assert sorted(r["path"] for r in all_rows) == ["fakecuda/include/reduce.cu", "fakecuda/include/saxpy.cuh"]
+    assert {"text", "source", "package", "version", "path", "licence", "bytes", "tokens", "sha256"} <= set(all_rows[0])
+    assert stats["filters"]["dropped"] == {"licence": 1, "no_cuda": 1}
+    assert stats["harvest"]["files_skipped"] == {"binary": 1, "non_utf8": 1, "unreadable": 1}
+    assert stats["missing_sources"] == ["package absent-pkg"]
+    assert metrics["documents"] == 2 and stats["total"]["docs"] == 2
+    assert "| package | fakecuda | 1.2.3 | MIT |" in (tmp_path / "a" / "stats.md").read_text()
+
+
+def test_stage_cli_writes_metrics_last(fake_site, tmp_path):
+    import yaml
+
+    from stages.corpus import main
+
+    cfg = {k: v for k, v in vars(_config(fake_site)).items()}
+    cfg_file = tmp_path / "exp.yaml"
+    cfg_file.write_text(yaml.safe_dump({"corpus": cfg, "tokenizer": {"vocab_size": 300}}))
+    out = tmp_path / "out"
+    assert main(["--config", str(cfg_file), "--out", str(out), "--no-progress", "--set", "seed=3"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["documents"] == 2
+    assert (out / "metrics.json").stat().st_mtime_ns >= (out / "stats.json").stat().st_mtime_ns
+
+
+def test_project_sources_are_lazy_and_carry_provenance(monkeypatch):
+    import sys
+    import types
+
+    missing = []
+    assert harvest._lazy("kernels_corpus.no_such_module", "f", missing) is None
+    assert missing == ["kernels_corpus.no_such_module.f"]
+
+    fake = types.ModuleType("kernels_corpus.families")
+    fake.sample_variants = lambda n, seed: [(f"v{i}_s{seed}", SAXPY) for i in range(n)]
+    monkeypatch.setitem(sys.modules, "kernels_corpus.families", fake)
+    docs = list(harvest.harvest_family_variants(2, 5, missing))
+    assert [d.path for d in docs] == ["families/v0_s5", "families/v1_s5"]
+    assert {(d.source, d.package, d.licence) for d in docs} == {("family_variant", "hgemm-l2", "project")}

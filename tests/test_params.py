@@ -1,0 +1,17 @@
+import struct
+
+from hgemm.params import Param, pack_params
+
+
+def test_gemm_abi_layout():
+    buf = pack_params([Param("P", 0x1000), Param("P", 0x2000), Param("P", 0x3000), Param("i", 5), Param("i", 6),
+                       Param("i", 7), Param("i", 2), Param("P", 0)])
+    assert len(buf) == 3 * 8 + 4 * 4 + 8
+    assert struct.unpack_from("<3Q4iQ", buf) == (0x1000, 0x2000, 0x3000, 5, 6, 7, 2, 0)
+
+
+def test_tensor_map_is_64_byte_aligned():
+    tmap = bytes(range(128))
+    buf = pack_params([Param("P", 1), Param("i", 3), Param("T", tmap), Param("T", tmap)])
+    assert buf[64:192] == tmap and buf[192:320] == tmap
+    assert len(buf) == 320

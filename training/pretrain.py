@@ -1,0 +1,355 @@
+"""Continued pretraining on the CUDA corpus with the transformers Trainer, then a sampling check.
+
+Read top to bottom, `run_pretrain` does: check the work dir against the config (resume or refuse),
+load tokenizer and model, pack the corpus, train (resuming from the last checkpoint), evaluate loss
+and perplexity, save model and tokenizer to the output folder, sample HGEMM candidates from the saved
+model and count how many parse and compile, and write metrics.json last.
+
+Several GPUs: launch the same command under torchrun or accelerate with `--deepspeed` pointing at a
+configs/deepspeed/*.json; the Trainer does the rest. Only rank 0 samples and writes metrics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import transformers
+from transformers import Trainer, TrainerCallback, TrainerState, TrainingArguments, default_data_collator, set_seed
+from transformers.trainer_utils import get_last_checkpoint
+
+from hgemm.problem import Problem
+from stages.common import build_dataclass, guard_resume, write_json, write_metrics
+from training.data import load_corpus, packed_splits
+from training.model import ModelSettings, build_model, count_parameters, load_causal_lm, tokenizer_for
+from training.sampling import sample_and_check
+from training.throughput import mfu, model_flops_per_token, peak_flops
+
+
+@dataclass
+class TrainSettings:
+    """The `train:` section. Names follow TrainingArguments where they map onto it."""
+
+    block_size: int = 2048
+    max_steps: int = 1000
+    per_device_train_batch_size: int = 16
+    per_device_eval_batch_size: int = 16
+    gradient_accumulation_steps: int = 1
+    learning_rate: float = 6e-4
+    weight_decay: float = 0.1
+    adam_beta2: float = 0.95
+    warmup_steps: int = 100
+    lr_scheduler_type: str = "cosine"
+    max_grad_norm: float = 1.0
+    bf16: bool | str = "auto"  # auto: on where the GPU supports it, off on CPU
+    gradient_checkpointing: bool = False
+    torch_compile: bool = False
+    optim: str = "auto"  # auto: fused AdamW on GPU, plain AdamW on CPU
+    logging_steps: int = 10
+    eval_steps: int = 200
+    save_steps: int = 200
+    save_total_limit: int = 2
+    max_eval_blocks: int | None = 256
+    # A wall-clock cap on the training loop (seconds): training stops and checkpoints when it passes,
+    # so a sized run stays inside its time slot even on a slower machine. null: no cap.
+    max_train_seconds: float | None = None
+    dataloader_num_workers: int = 2
+    map_workers: int | None = None  # datasets.map processes; null: chosen from corpus size
+    seed: int = 0
+
+
+# Settings that do not change what a checkpoint means: editing them must not block a resume.
+RESUME_NEUTRAL = (
+    "logging_steps", "eval_steps", "save_steps", "save_total_limit", "max_eval_blocks",
+    "max_train_seconds", "dataloader_num_workers", "map_workers", "per_device_eval_batch_size",
+)
+
+
+@dataclass
+class SampleSettings:
+    """The `sample:` section: the after-training check of what the model writes."""
+
+    num_samples: int = 32
+    max_new_tokens: int = 1024
+    temperature: float = 0.8
+    top_p: float = 0.95
+    batch_size: int = 16
+    # [M, N, K] or [M, N, K, batch] or [M, N, K, batch, layout]; samples are spread over them.
+    problems: list = field(default_factory=lambda: [[4096, 4096, 4096], [1024, 1024, 1024, 8], [8192, 2048, 1024, 1, "TN"]])
+    compile: bool = True
+    compile_arch: str | None = None  # passed to hgemm.compile; null: its default
+    prompt_arch: str = "sm_90a"
+
+
+@dataclass
+class PretrainConfig:
+    model: ModelSettings
+    train: TrainSettings
+    sample: SampleSettings
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PretrainConfig":
+        unknown = sorted(set(data) - {"model", "train", "sample"})
+        if unknown:
+            raise ValueError(f"pretrain config: unknown section(s) {unknown}; known: model, train, sample")
+        return cls(
+            build_dataclass(ModelSettings, data.get("model") or {}, "pretrain.model"),
+            build_dataclass(TrainSettings, data.get("train") or {}, "pretrain.train"),
+            build_dataclass(SampleSettings, data.get("sample") or {}, "pretrain.sample"),
+        )
+
+    def sample_problems(self) -> list[Problem]:
+        problems = []
+        for row in self.sample.problems:
+            if not 3 <= len(row) <= 5:
+                raise ValueError(f"pretrain.sample.problems: each entry is [M, N, K(, batch(, layout))], got {row}")
+            m, n, k, *rest = row
+            problems.append(Problem(m, n, k, *rest, shape_class="pretrain-sample"))
+        return problems
+
+    def resume_key(self, deepspeed_config: dict | None) -> dict:
+        """What a checkpoint depends on: model, training settings (less the neutral ones), DeepSpeed."""
+        train = {k: v for k, v in asdict(self.train).items() if k not in RESUME_NEUTRAL}
+        return {"model": asdict(self.model), "train": train, "deepspeed": deepspeed_config}
+
+
+class TrainClock(TrainerCallback):
+    """Times optimizer steps (evaluation and checkpoint saves excluded) and enforces max_train_seconds."""
+
+    def __init__(self, max_seconds: float | None):
+        self.max_seconds = max_seconds
+        self.step_seconds = 0.0
+        self.steps = 0
+        self.stopped_by_budget = False
+        self._began = self._step_start = None
+
+    def on_train_begin(self, args, state, control, **kw):
+        self._began = time.perf_counter()
+
+    def on_step_begin(self, args, state, control, **kw):
+        self._step_start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kw):
+        now = time.perf_counter()
+        if self._step_start is not None:
+            self.step_seconds += now - self._step_start
+            self.steps += 1
+        if self.max_seconds is not None and now - self._began > self.max_seconds:
+            self.stopped_by_budget = True
+            control.should_training_stop = True
+            control.should_save = True
+
+
+def _use_bf16(setting) -> bool:
+    if setting == "auto":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return bool(setting)
+
+
+def _training_arguments(**kwargs) -> TrainingArguments:
+    """TrainingArguments across transformers 5.x: newer releases renamed gradient_checkpointing to
+    activation_checkpointing and moved the TensorBoard folder to an environment variable."""
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    if "activation_checkpointing" in names and "gradient_checkpointing" in kwargs:
+        kwargs["activation_checkpointing"] = kwargs.pop("gradient_checkpointing")
+    logging_dir = kwargs.pop("logging_dir")
+    os.environ["TENSORBOARD_LOGGING_DIR"] = logging_dir
+    if "logging_dir" in names:
+        kwargs["logging_dir"] = logging_dir
+    return TrainingArguments(**kwargs)
+
+
+def build_training_arguments(cfg: TrainSettings, work_dir: str, deepspeed: str | None, **overrides) -> TrainingArguments:
+    """TrainingArguments for the stage; overrides (TrainingArguments names) replace single values."""
+    on_gpu = torch.cuda.is_available()
+    optim = cfg.optim if cfg.optim != "auto" else ("adamw_torch_fused" if on_gpu else "adamw_torch")
+    kwargs = dict(
+        output_dir=work_dir,
+        logging_dir=str(Path(work_dir) / "tensorboard"),
+        report_to=["tensorboard"],
+        max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.per_device_train_batch_size,
+        per_device_eval_batch_size=cfg.per_device_eval_batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        learning_rate=cfg.learning_rate,
+        weight_decay=cfg.weight_decay,
+        adam_beta2=cfg.adam_beta2,
+        warmup_steps=cfg.warmup_steps,
+        lr_scheduler_type=cfg.lr_scheduler_type,
+        max_grad_norm=cfg.max_grad_norm,
+        bf16=_use_bf16(cfg.bf16),
+        tf32=True if on_gpu else None,
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        torch_compile=cfg.torch_compile,
+        optim=optim,
+        logging_steps=cfg.logging_steps,
+        eval_strategy="steps",
+        eval_steps=cfg.eval_steps,
+        save_strategy="steps",
+        save_steps=cfg.save_steps,
+        save_total_limit=cfg.save_total_limit,
+        dataloader_num_workers=cfg.dataloader_num_workers if on_gpu else 0,
+        dataloader_pin_memory=on_gpu,
+        seed=cfg.seed,
+        deepspeed=deepspeed,
+        disable_tqdm=False,
+    )
+    kwargs.update(overrides)
+    return _training_arguments(**kwargs)
+
+
+def environment() -> dict:
+    env = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "cuda": torch.version.cuda,
+        "device": torch.cuda.get_device_name() if torch.cuda.is_available() else f"cpu ({os.cpu_count()} cores)",
+        "world_size": int(os.environ.get("WORLD_SIZE", "1")),
+    }
+    try:
+        import deepspeed
+
+        env["deepspeed"] = deepspeed.__version__
+    except Exception:
+        pass
+    return env
+
+
+def _loss_curve(log_history: list[dict]) -> list[dict]:
+    keep = ("step", "loss", "eval_loss", "learning_rate", "grad_norm")
+    return [{k: row[k] for k in keep if k in row} for row in log_history if "loss" in row or "eval_loss" in row]
+
+
+def _checkpoint_state(checkpoint: str) -> TrainerState:
+    return TrainerState.load_from_json(str(Path(checkpoint) / "trainer_state.json"))
+
+
+def run_pretrain(
+    config: dict,
+    corpus_dir: str,
+    tokenizer_dir: str | None,
+    work_dir: str,
+    out_dir: str,
+    deepspeed: str | None = None,
+) -> dict | None:
+    """Run the stage; returns the metrics on rank 0 (None on other ranks)."""
+    wall_start = time.perf_counter()
+    cfg = PretrainConfig.from_dict(config)
+    problems = cfg.sample_problems()  # fail on a bad problem list now, not after training
+    ds_config = json.loads(Path(deepspeed).read_text()) if deepspeed else None
+    resumable = guard_resume(work_dir, cfg.resume_key(ds_config))
+    out = Path(out_dir)
+    (out / "metrics.json").unlink(missing_ok=True)  # a stale metrics.json would claim this run finished
+    last_checkpoint = get_last_checkpoint(work_dir) if resumable else None
+    set_seed(cfg.train.seed)
+
+    tokenizer = tokenizer_for(cfg.model, tokenizer_dir)
+    # A run whose last checkpoint already reached max_steps is not trained again: the Trainer would
+    # take one extra step on resume. Its weights come straight from that checkpoint instead.
+    finished = last_checkpoint is not None and _checkpoint_state(last_checkpoint).global_step >= cfg.train.max_steps
+    if finished:
+        model = load_causal_lm(last_checkpoint, tokenizer, cfg.model.attn_implementation)
+    else:
+        model = build_model(cfg.model, tokenizer)
+    if cfg.train.block_size > model.config.max_position_embeddings:
+        raise ValueError(
+            f"train.block_size {cfg.train.block_size} exceeds the model's "
+            f"max_position_embeddings {model.config.max_position_embeddings}"
+        )
+    model.config.use_cache = False  # the KV cache is useless in training and conflicts with checkpointing
+    # Counted before training: under ZeRO-3 the parameters are sharded away from this module.
+    n_params = count_parameters(model)
+    flops_per_token = model_flops_per_token(model, cfg.train.block_size)
+
+    train_ds, eval_ds = packed_splits(
+        load_corpus(corpus_dir), tokenizer, cfg.train.block_size, cfg.train.max_eval_blocks, cfg.train.map_workers
+    )
+    args = build_training_arguments(cfg.train, work_dir, deepspeed)
+    clock = TrainClock(cfg.train.max_train_seconds)
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=train_ds,
+        eval_dataset=eval_ds,
+        data_collator=default_data_collator,
+        processing_class=tokenizer,
+        callbacks=[clock],
+    )
+    if finished:
+        trainer.state = _checkpoint_state(last_checkpoint)
+        run_mean_loss = None
+    else:
+        run_mean_loss = trainer.train(resume_from_checkpoint=last_checkpoint).training_loss
+    eval_metrics = trainer.evaluate()
+    model.config.use_cache = True  # the saved model is for generation, where the KV cache matters
+    trainer.save_model(str(out))  # gathers ZeRO-3 shards when the DeepSpeed config asks for it
+    if not trainer.is_world_process_zero():
+        return None
+    tokenizer.save_pretrained(str(out))
+    curve = _loss_curve(trainer.state.log_history)
+    global_step = trainer.state.global_step
+    write_json(out / "loss_curve.json", curve)
+
+    # Sample from what was saved: this is the model the RL stages will load.
+    tokens_per_step = cfg.train.block_size * args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
+    tokens_per_second = clock.steps * tokens_per_step / clock.step_seconds if clock.step_seconds else None
+    del trainer, model
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+    sample_start = time.perf_counter()
+    on_gpu = torch.cuda.is_available()
+    final = load_causal_lm(str(out), tokenizer, cfg.model.attn_implementation,
+                           dtype=torch.bfloat16 if on_gpu else torch.float32)
+    final.to("cuda" if on_gpu else "cpu")
+    records, sampling = sample_and_check(
+        final, tokenizer, problems, cfg.sample.num_samples, cfg.sample.max_new_tokens,
+        cfg.sample.temperature, cfg.sample.top_p, cfg.sample.batch_size,
+        compile=cfg.sample.compile, arch=cfg.sample.compile_arch, prompt_arch=cfg.sample.prompt_arch,
+    )
+    sampling["seconds"] = time.perf_counter() - sample_start
+    (out / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    eval_loss = eval_metrics.get("eval_loss")
+    metrics = {
+        "stage": "pretrain",
+        "train_loss": next((row["loss"] for row in reversed(curve) if "loss" in row), None),  # last logged
+        "eval_loss": eval_loss,
+        "perplexity": math.exp(eval_loss) if eval_loss is not None and eval_loss < 50 else None,
+        "tokens_per_second": tokens_per_second,
+        "mfu": mfu(tokens_per_second or 0.0, flops_per_token, peak_flops()),
+        "parse_rate": sampling["parse_rate"],
+        "compile_rate": sampling["compile_rate"] if sampling["compile_rate"] is not None else sampling["compile"],
+        "wall_time_s": time.perf_counter() - wall_start,
+        "train": {
+            "global_step": global_step,
+            "train_loss_mean_this_run": run_mean_loss,
+            "steps_this_run": clock.steps,
+            "resumed_from": last_checkpoint,
+            "stopped_by_time_budget": clock.stopped_by_budget,
+            "tokens_per_step": tokens_per_step,
+            "tokens_this_run": clock.steps * tokens_per_step,
+            "train_blocks": len(train_ds),
+            "eval_blocks": len(eval_ds),
+            "bf16": args.bf16,
+            "gradient_checkpointing": cfg.train.gradient_checkpointing,
+            "deepspeed": deepspeed,
+            "model_flops_per_token": flops_per_token,
+            "step_seconds": clock.step_seconds,
+        },
+        "model": {"init": cfg.model.init, "name_or_path": cfg.model.name_or_path, "parameters": n_params,
+                  "vocab_size": len(tokenizer)},
+        "sampling": sampling,
+        "environment": environment(),
+        "config": config,
+    }
+    write_metrics(out, metrics)
+    return metrics

@@ -1,0 +1,96 @@
+"""The text a model is prompted with for an HGEMM problem, and how its answer becomes a candidate.
+
+One prompt asks for exactly one candidate (see hgemm/candidate.py for the format):
+
+    <|problem|>
+    ...the GEMM, its shape, layout, target arch and kernel ABI...
+    [optional reference kernels with their measured speedups]
+    <|candidate|>
+
+and the model answers with the candidate text followed by `<|end|>`. Pretraining documents built from
+seed kernels use `format_training_example`, so the model sees this exact framing before RL does.
+The RL stages (rl_general, rl_hgemm, sample) import `format_problem_prompt` and `completion_to_candidate`.
+
+Token-level conventions (bos before the prompt, `<|end|>` as an extra stop token) live in
+training/model.py next to the tokenizer; this module deals in strings only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hgemm.candidate import extract_candidate_text
+from hgemm.problem import Problem
+
+PROBLEM_TOKEN = "<|problem|>"
+CANDIDATE_TOKEN = "<|candidate|>"
+END_TOKEN = "<|end|>"
+SPECIAL_TOKENS = (PROBLEM_TOKEN, CANDIDATE_TOKEN, END_TOKEN)
+
+DEFAULT_ARCH = "sm_90a"
+
+_ABI = (
+    'extern "C" __global__ void <entry>(const __half* A, const __half* B, __half* C, '
+    "int M, int N, int K, int batch, void* workspace"
+    "[, const __grid_constant__ CUtensorMap <one per tensor_map line>])"
+)
+
+
+def _layout_text(problem: Problem) -> str:
+    if problem.layout == "NN":
+        return "NN: B is batch x K x N, row-major"
+    return "TN: B is given transposed, batch x N x K, row-major"
+
+
+def describe_problem(problem: Problem, arch: str = DEFAULT_ARCH) -> str:
+    """The problem part of a prompt, without special tokens; short, since kernels need the context."""
+    return "\n".join([
+        "Write one CUDA HGEMM kernel in the candidate format: source plus a /*@launch ... @*/ spec.",
+        "C[b] = A[b] @ B[b] for b < batch; fp16 in, fp32 accumulate, fp16 out; contiguous row-major.",
+        f"shape: M={problem.M} N={problem.N} K={problem.K} batch={problem.batch}",
+        f"A: batch x M x K; layout {_layout_text(problem)}; C: batch x M x N",
+        f"target: {arch}",
+        f"ABI: {_ABI}",
+        "spec fields: entry, block, grid (expressions of M, N, K, batch, num_sms), smem, workspace, "
+        "layouts, tensor_map",
+    ])
+
+
+def _format_context(context: Sequence[tuple[str, float]]) -> str:
+    # Each example states its speedup first, so the model reads the score before the code it scores.
+    parts = []
+    for i, (text, speedup) in enumerate(context, 1):
+        parts.append(f"reference kernel {i}, {speedup:.2f}x the fastest baseline:\n```cuda\n{text.strip()}\n```")
+    return "\n".join(parts)
+
+
+def format_problem_prompt(
+    problem: Problem,
+    context: Sequence[tuple[str, float]] | None = None,
+    arch: str = DEFAULT_ARCH,
+) -> str:
+    """The prompt string for one problem; the completion that follows should be one candidate.
+
+    context: optional (candidate_text, speedup) examples for contrastive prompts (issue 7), shown in
+    the order given; speedup is relative to the strongest baseline (1.0 = as fast)."""
+    body = describe_problem(problem, arch)
+    if context:
+        body += "\n" + _format_context(context)
+    return f"{PROBLEM_TOKEN}\n{body}\n{CANDIDATE_TOKEN}\n"
+
+
+def format_training_example(problem: Problem, candidate_text: str, arch: str = DEFAULT_ARCH) -> str:
+    """A prompt followed by its answer, the way pretraining documents should frame a seed kernel."""
+    return format_problem_prompt(problem, arch=arch) + candidate_text.strip() + "\n" + END_TOKEN
+
+
+def completion_to_candidate(completion: str) -> str:
+    """The candidate text inside a model completion.
+
+    Cuts at the first `<|end|>` (the model may ramble on if generation was not stopped there), drops a
+    stray `<|candidate|>` echo, and takes a fenced code block holding a launch spec if there is one.
+    The result may still be malformed: hgemm.candidate.parse_candidate decides that."""
+    text = completion.split(END_TOKEN, 1)[0]
+    if CANDIDATE_TOKEN in text:
+        text = text.split(CANDIDATE_TOKEN, 1)[1]
+    return extract_candidate_text(text).strip()

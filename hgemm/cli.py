@@ -6,10 +6,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Callable
 
 from .compile import detect_arch
 from .entry import EvalOptions
-from .problem import load_grid
+from .problem import Problem, load_grid
 
 
 def candidate_files(path: str) -> list[tuple[str, str]]:
@@ -38,9 +39,11 @@ def cmd_check(args) -> int:
 
 
 def run_bench(named: list[tuple[str, str]], problems, options: EvalOptions, arch: str | None = None,
-              progress: bool = True) -> dict:
+              progress: bool = True, select: Callable[[Problem, str], bool] | None = None) -> dict:
     """Compile everything, then (where a GPU is visible) evaluate every problem. Library entry point
-    of `hgemm bench`, also used by the tune and bench stages."""
+    of `hgemm bench`, also used by the tune and bench stages. `select(problem, name)` limits which
+    candidates run on which problem (default: all on all)."""
+    chosen = (lambda p, n: True) if select is None else select
     from .envinfo import environment
     from .pool import EvaluationPool, compile_all, visible_gpus
 
@@ -55,9 +58,10 @@ def run_bench(named: list[tuple[str, str]], problems, options: EvalOptions, arch
         out["note"] = "compiled, not run: no GPU visible"
         for p in problems:
             out["problems"].append({"problem": p.to_dict(), "candidates": {
-                name: ({"status": "compiled"} if info["status"] == "compiled" else info) for name, info in cand_info.items()}})
+                name: ({"status": "compiled"} if info["status"] == "compiled" else info)
+                for name, info in cand_info.items() if chosen(p, name)}})
         return out
-    jobs = [(p, [e for e in entries if p.layout in e.cubins]) for p in problems]
+    jobs = [(p, [e for e in entries if p.layout in e.cubins and chosen(p, e.name)]) for p in problems]
     bar = None
     if progress:
         from tqdm import tqdm
@@ -71,15 +75,13 @@ def run_bench(named: list[tuple[str, str]], problems, options: EvalOptions, arch
     for p, res in zip(problems, results):
         # compile failures are results too, so every candidate appears on every problem
         for name, info in cand_info.items():
-            if info["status"] != "compiled":
+            if info["status"] != "compiled" and chosen(p, name):
                 res["candidates"][name] = info
         out["problems"].append(res)
     return out
 
 
-def cmd_bench(args) -> int:
-    from .summary import markdown
-
+def _problems_and_options(args) -> tuple[list[Problem], EvalOptions]:
     problems = load_grid(args.grid)
     if args.classes:
         problems = [p for p in problems if p.shape_class in args.classes]
@@ -89,7 +91,30 @@ def cmd_bench(args) -> int:
                           timing_method=args.timing_method)
     if args.baselines:
         options.baselines = tuple(args.baselines.split(","))
-    results = run_bench(candidate_files(args.kernels), problems, options, args.arch)
+    return problems, options
+
+
+def library_candidates(path: str, problems: list[Problem]) -> tuple[list[tuple[str, str]], Callable]:
+    """The library's choice for every problem, as bench candidates named `library:<kernel>`."""
+    from .library import Library
+
+    lib = Library(path)
+    picks = {p: lib.lookup(p) for p in problems}
+    named = sorted({(f"library:{c.name}", c.candidate.source) for c in picks.values()})
+    return named, lambda p, name: name == f"library:{picks[p].name}"
+
+
+def cmd_bench(args) -> int:
+    from .summary import markdown
+
+    problems, options = _problems_and_options(args)
+    if bool(args.kernels) == bool(args.library):
+        raise SystemExit("give exactly one of --kernels or --library")
+    if args.library:
+        named, select = library_candidates(args.library, problems)
+    else:
+        named, select = candidate_files(args.kernels), None
+    results = run_bench(named, problems, options, args.arch, select=select)
     results["grid"] = str(args.grid)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -98,6 +123,28 @@ def cmd_bench(args) -> int:
     Path(args.markdown or out.with_suffix(".md")).write_text(md)
     print(md)
     return 0
+
+
+def cmd_tune(args) -> int:
+    from .tune import tune
+
+    problems, options = _problems_and_options(args)
+    table = tune(problems, args.out, options, args.tiles, args.arch)
+    print((Path(args.out) / "summary.md").read_text())
+    print(f"{len(table['entries'])} of {len(problems)} shapes have a verified kernel; table in {args.out}/table.json")
+    return 0
+
+
+def _grid_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--grid", required=True, help="grid YAML (see configs/grids/)")
+    p.add_argument("--classes", nargs="*", help="only these shape classes of the grid")
+    p.add_argument("--limit", type=int, default=0, help="only the first N problems (0: all)")
+    p.add_argument("--reps", type=int, default=10, help="timed repetitions per contender")
+    p.add_argument("--baselines", default=None, help="comma-separated baselines (default: all but torch_compile)")
+    p.add_argument("--torch-compile", action="store_true", help="add torch.compile max-autotune (slow to tune)")
+    p.add_argument("--timing-method", default="spin_batch", choices=("spin_batch", "events"), help="how to time")
+    p.add_argument("--no-timing", action="store_true", help="verify only")
+    p.add_argument("--arch", default=None, help="target arch (default: the GPU's, else sm_90a)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,19 +156,18 @@ def main(argv: list[str] | None = None) -> int:
     c.set_defaults(fn=cmd_check)
 
     b = sub.add_parser("bench", help="verify and time candidates against the baselines over a grid")
-    b.add_argument("--kernels", required=True, help="a candidate .cu file or a folder of them")
-    b.add_argument("--grid", required=True, help="grid YAML (see configs/grids/)")
+    b.add_argument("--kernels", default=None, help="a candidate .cu file or a folder of them")
+    b.add_argument("--library", default=None, help="a tuned library folder: bench its choice per shape")
     b.add_argument("--out", required=True, help="results JSON path (a Markdown summary goes beside it)")
     b.add_argument("--markdown", default=None, help="summary path (default: OUT with .md)")
-    b.add_argument("--classes", nargs="*", help="only these shape classes of the grid")
-    b.add_argument("--limit", type=int, default=0, help="only the first N problems (0: all)")
-    b.add_argument("--reps", type=int, default=10, help="timed repetitions per contender")
-    b.add_argument("--baselines", default=None, help="comma-separated baselines (default: all but torch_compile)")
-    b.add_argument("--torch-compile", action="store_true", help="add torch.compile max-autotune (slow to tune)")
-    b.add_argument("--timing-method", default="spin_batch", choices=("spin_batch", "events"), help="how to time")
-    b.add_argument("--no-timing", action="store_true", help="verify only")
-    b.add_argument("--arch", default=None, help="target arch (default: the GPU's, else sm_90a)")
+    _grid_args(b)
     b.set_defaults(fn=cmd_bench)
+
+    t = sub.add_parser("tune", help="time the seed families per shape; write the dispatch table and winners")
+    t.add_argument("--out", required=True, help="library folder: table.json, kernels/, bench.json, summary.md")
+    t.add_argument("--tiles", type=int, default=5, help="distinct tile shapes per family and shape to time")
+    _grid_args(t)
+    t.set_defaults(fn=cmd_tune)
 
     args = parser.parse_args(argv)
     return args.fn(args)

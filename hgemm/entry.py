@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from .candidate import SpecError, parse_candidate
+from .candidate import GEMM_VARIABLES, SpecError, parse_candidate
 from .compile import compile_candidate
 
 # Input distributions of the correctness checks (hgemm.verify draws them).
@@ -48,12 +48,15 @@ class Entry:
     text: str
     cubins: dict[str, str]  # layout -> cubin path
     resources: dict = field(default_factory=dict)
+    variables: tuple[str, ...] = GEMM_VARIABLES  # names the launch spec may use (a task's sizes)
 
 
-def compile_entry(name: str, text: str, layouts=("NN", "TN"), arch: str | None = None) -> tuple[Entry | None, dict]:
-    """Parse and compile one candidate for the layouts it supports: (Entry or None, status dict)."""
+def compile_entry(name: str, text: str, layouts=("NN", "TN"), arch: str | None = None,
+                  variables: tuple[str, ...] = GEMM_VARIABLES) -> tuple[Entry | None, dict]:
+    """Parse and compile one candidate for the layouts it supports: (Entry or None, status dict).
+    A task candidate passes its task's variables and layouts=("NN",)."""
     try:
-        cand = parse_candidate(text)
+        cand = parse_candidate(text, variables)
     except SpecError as e:
         return None, {"status": "parse_error", "error": str(e)}
     cubins, resources, seconds = {}, {}, 0.0
@@ -66,4 +69,4 @@ def compile_entry(name: str, text: str, layouts=("NN", "TN"), arch: str | None =
             return None, {"status": "compile_error", "error": r.error, "layout": layout}
         cubins[layout] = r.cubin_path
         resources[layout] = asdict(r.resources)
-    return Entry(name, text, cubins, resources), {"status": "compiled", "resources": resources, "compile_s": seconds}
+    return Entry(name, text, cubins, resources, tuple(variables)), {"status": "compiled", "resources": resources, "compile_s": seconds}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import os
 import random
-import struct
 from typing import Callable
 
 import torch
@@ -20,8 +19,9 @@ from .candidate import SpecError, parse_candidate
 from .compile import compile_candidate
 from .entry import Entry, EvalOptions
 from .params import Param, pack_params
-from .problem import Problem
-from .runtime import KernelLaunchError, LoadedKernel, Utilities, device_properties, synchronize, utility_candidate
+from .problem import Problem, TaskProblem
+from .runtime import (KernelLaunchError, LoadedKernel, Utilities, device_properties, encode_tensor_map, synchronize,
+                      utility_candidate)
 from .timing import Timer, single_launch_us
 from .verify import GuardedBuffer, check_output, problem_inputs, random_tensor, reference
 
@@ -29,26 +29,6 @@ from .verify import GuardedBuffer, check_output, problem_inputs, random_tensor, 
 
 class ContextLost(RuntimeError):
     """The CUDA context is unusable (sticky fault); the process must be replaced."""
-
-
-def encode_tensor_map(t: torch.Tensor, box: tuple[int, int], swizzle: int) -> bytes:
-    """A TMA descriptor for a contiguous fp16 (batch, rows, cols) tensor; ValueError if TMA refuses it."""
-    from cuda.bindings import driver as cu
-
-    batch, rows, cols = t.shape
-    if (cols * 2) % 16 or t.data_ptr() % 16:
-        raise ValueError(f"TMA needs 16-byte aligned rows; a row of {cols} fp16 is {cols * 2} bytes")
-    sw = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[swizzle]
-    err, tmap = cu.cuTensorMapEncodeTiled(
-        cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, t.data_ptr(),
-        [cols, rows, batch], [cols * 2, rows * cols * 2], [box[1], box[0], 1], [1, 1, 1],
-        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{sw}"),
-        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    if err != cu.CUresult.CUDA_SUCCESS:
-        raise ValueError(f"cuTensorMapEncodeTiled refused box {box}, swizzle {swizzle}: {err}")
-    return struct.pack("<16Q", *tmap.opaque)
 
 
 class GemmEvaluator:
@@ -60,6 +40,7 @@ class GemmEvaluator:
             raise RuntimeError(f"harness utility kernels failed to compile: {util.error}")
         self.util = Utilities(util.cubin_path, self.props)
         self._kernels: dict[tuple[str, str], LoadedKernel] = {}
+        self._tasks = None  # the general-task evaluator, made on first use
         torch.backends.cuda.matmul.allow_tf32 = False  # the reference must be true fp32/fp64
         torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
 
@@ -97,7 +78,7 @@ class GemmEvaluator:
     # -- verification ---------------------------------------------------------------------------
     def verify(self, entry: Entry, problem: Problem, seed: int) -> dict:
         """Status and per-distribution checks of one candidate on one problem."""
-        cand = parse_candidate(entry.text)
+        cand = parse_candidate(entry.text, entry.variables)
         if not cand.supports(problem.layout):
             return {"status": "unsupported", "error": f"layout {problem.layout} not in spec layouts {cand.spec.layouts}"}
         kernel = self._kernel(entry.cubins[problem.layout], cand.spec.entry)
@@ -142,9 +123,15 @@ class GemmEvaluator:
         return {"status": "ok", "checks": checks, "launch_us": launch_us}
 
     # -- one problem, many candidates -----------------------------------------------------------
-    def run_problem(self, problem: Problem, entries: list[Entry], emit: Callable[[str, dict], None]) -> dict:
+    def run_problem(self, problem: Problem | TaskProblem, entries: list[Entry], emit: Callable[[str, dict], None]) -> dict:
         """Verify every entry, then time the verified ones with the baselines. Calls emit('begin', ...)
         before touching a candidate so a supervisor can attribute a hang or crash to it."""
+        if isinstance(problem, TaskProblem):
+            if self._tasks is None:
+                from .evaluate_task import TaskEvaluator
+
+                self._tasks = TaskEvaluator(self)
+            return self._tasks.run_problem(problem, entries, emit)
         opts = self.options
         seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(4), "little")
         results: dict[str, dict] = {}
@@ -185,7 +172,7 @@ class GemmEvaluator:
         for entry in entries:
             if results[entry.name]["status"] != "ok":
                 continue
-            cand = parse_candidate(entry.text)
+            cand = parse_candidate(entry.text, entry.variables)
             kernel = self._kernel(entry.cubins[problem.layout], cand.spec.entry)
             outs = [torch.empty(problem.c_shape, dtype=torch.float16, device="cuda") for _ in range(n)]
             ws_bytes = cand.spec.workspace(env)

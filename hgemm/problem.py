@@ -83,6 +83,31 @@ class Problem:
         return cls(int(m[1:]), int(n[1:]), int(k[1:]), int(b[1:]), layout, shape_class)
 
 
+@dataclass(frozen=True)
+class TaskProblem:
+    """One size of a general kernel task (kernels_corpus.tasks): evaluated like a GEMM problem, with the
+    task's own ABI, inputs, reference and torch baseline."""
+
+    task: str
+    sizes: tuple[tuple[str, int], ...]
+    shape_class: str = "task"
+    layout: str = "NN"  # tasks have one compiled variant; the key the pool uses to find it
+
+    @classmethod
+    def of(cls, task: str, sizes: dict) -> "TaskProblem":
+        return cls(task, tuple(sorted(sizes.items())))
+
+    @property
+    def key(self) -> str:
+        return self.task + "_" + "_".join(f"{k}{v}" for k, v in self.sizes)
+
+    def variables(self) -> dict:
+        return dict(self.sizes)
+
+    def to_dict(self) -> dict:
+        return {"task": self.task, "sizes": dict(self.sizes), "shape_class": self.shape_class, "layout": self.layout}
+
+
 def _as_list(value, field: str, group: str) -> list:
     if isinstance(value, list):
         return value

@@ -19,7 +19,6 @@ import pycuda.autoprimaryctx  # noqa: E402,F401  (pushes the primary context of 
 import pycuda.driver as cuda  # noqa: E402
 
 from .candidate import Candidate  # noqa: E402
-from .params import Param, pack_params  # noqa: E402,F401  (re-exported for the evaluator)
 
 STICKY_MARKERS = ("illegal address", "illegal instruction", "misaligned address", "unspecified launch failure",
                   "hardware stack error", "invalid program counter", "exception", "launch timed out",
@@ -69,6 +68,26 @@ def is_sticky(err: Exception) -> bool:
         return True
 
 
+def encode_tensor_map(t: torch.Tensor, box: tuple[int, int], swizzle: int) -> bytes:
+    """A TMA descriptor for a contiguous fp16 (batch, rows, cols) tensor; ValueError if TMA refuses it."""
+    from cuda.bindings import driver as cu
+
+    batch, rows, cols = t.shape
+    if (cols * 2) % 16 or t.data_ptr() % 16:
+        raise ValueError(f"TMA needs 16-byte aligned rows; a row of {cols} fp16 is {cols * 2} bytes")
+    sw = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[swizzle]
+    err, tmap = cu.cuTensorMapEncodeTiled(
+        cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, t.data_ptr(),
+        [cols, rows, batch], [cols * 2, rows * cols * 2], [box[1], box[0], 1], [1, 1, 1],
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{sw}"),
+        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise ValueError(f"cuTensorMapEncodeTiled refused box {box}, swizzle {swizzle}: {err}")
+    return struct.pack("<16Q", *tmap.opaque)
+
+
 class LoadedKernel:
     """A cubin's entry function, ready to launch with a packed parameter buffer."""
 
@@ -77,7 +96,8 @@ class LoadedKernel:
             self.module = cuda.module_from_buffer(f.read())
         self.function = self.module.get_function(entry)
         self.entry = entry
-        self._smem_limit = 48 * 1024
+        self.static_smem = self.function.get_attribute(cuda.function_attribute.SHARED_SIZE_BYTES)
+        self._dynamic_limit = 48 * 1024 - self.static_smem  # what a launch may ask without opting in
 
     def attributes(self) -> dict:
         fa = cuda.function_attribute
@@ -89,10 +109,10 @@ class LoadedKernel:
         }
 
     def prepare_smem(self, dynamic_smem: int) -> None:
-        # Above 48 KB the kernel must opt in, once per size increase.
-        if dynamic_smem > self._smem_limit:
+        # Static plus dynamic shared memory above 48 KB needs an opt-in, once per size increase.
+        if dynamic_smem > self._dynamic_limit:
             self.function.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic_smem)
-            self._smem_limit = dynamic_smem
+            self._dynamic_limit = dynamic_smem
 
     def launch(self, grid, block, arg_buf: bytes, dynamic_smem: int = 0) -> None:
         try:

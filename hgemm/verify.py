@@ -28,8 +28,7 @@ import torch
 from .entry import DISTRIBUTIONS
 from .problem import Problem
 
-FP16_NAN_BITS = 0x7E00
-GUARD_ELEMS = 1 << 18  # 512 KiB of fp16 on each side of every buffer
+GUARD_BYTES = 1 << 19  # 512 KiB on each side of every buffer
 
 
 def random_tensor(shape, distribution: str, gen: torch.Generator, device) -> torch.Tensor:
@@ -46,31 +45,28 @@ def random_tensor(shape, distribution: str, gen: torch.Generator, device) -> tor
 
 
 class GuardedBuffer:
-    """A 2-byte-element tensor with guard bands before and after it, filled with a random pattern, to
-    catch writes past either end."""
+    """A tensor with guard bands before and after it, filled with a random byte pattern, to catch writes
+    past either end. Any dtype: the storage is bytes, the tensor a view."""
 
-    def __init__(self, shape, dtype, device, gen: torch.Generator, guard: int = GUARD_ELEMS):
-        assert torch.empty((), dtype=dtype).element_size() == 2
-        n = math.prod(shape)
-        self.guard = guard
-        self.flat = torch.empty(n + 2 * guard, dtype=dtype, device=device)
-        self.tensor = self.flat[guard:guard + n].view(shape)
-        bits = torch.randint(-(2**15), 2**15, (2 * guard,), generator=gen, device=device, dtype=torch.int32)
-        self.pattern = bits.to(torch.int16)
-        self._write_guards()
-
-    def _write_guards(self) -> None:
-        raw, g = self.flat.view(torch.int16), self.guard
-        raw[:g] = self.pattern[:g]
-        raw[raw.numel() - g:] = self.pattern[g:2 * g]
+    def __init__(self, shape, dtype, device, gen: torch.Generator, guard_bytes: int = GUARD_BYTES):
+        nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+        self.guard = -(-guard_bytes // 256) * 256  # keeps the view aligned for every dtype and vector width
+        self.nbytes = nbytes
+        self.flat = torch.empty(nbytes + 2 * self.guard, dtype=torch.uint8, device=device)
+        self.tensor = self.flat[self.guard:self.guard + nbytes].view(dtype).view(shape)
+        self.pattern = torch.randint(0, 256, (2 * self.guard,), generator=gen, device=device, dtype=torch.uint8)
+        g = self.guard
+        self.flat[:g] = self.pattern[:g]
+        self.flat[g + nbytes:] = self.pattern[g:]
 
     def guards_intact(self) -> bool:
-        raw, g = self.flat.view(torch.int16), self.guard
-        return bool(torch.equal(raw[:g], self.pattern[:g]) and torch.equal(raw[raw.numel() - g:], self.pattern[g:2 * g]))
+        g = self.guard
+        return bool(torch.equal(self.flat[:g], self.pattern[:g]) and torch.equal(self.flat[g + self.nbytes:], self.pattern[g:]))
 
     def poison(self) -> None:
-        """NaN everywhere, so an element the kernel does not write fails the check."""
-        self.tensor.view(torch.int16).fill_(FP16_NAN_BITS)
+        """NaN bytes in float outputs (0xA5 bytes in integer ones), so an element the kernel does not
+        write fails the check."""
+        self.flat[self.guard:self.guard + self.nbytes].fill_(0xFF if self.tensor.is_floating_point() else 0xA5)
 
 
 def reference(A: torch.Tensor, B: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:

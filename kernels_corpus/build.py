@@ -48,6 +48,7 @@ class CorpusConfig:
     reference_globs: list = _default(["kernels_corpus/reference/*.cu"])
     family_variants: int = 200
     include_tasks: bool = True
+    frame_examples: bool = True  # seed variants and task solutions as prompt -> candidate -> <|end|>
     licence_allowlist: list = _default(
         ["project", "MIT", "BSD", "BSD-2-Clause", "BSD-3-Clause", "Apache-2.0", "BSL-1.0", "Zlib"])
     min_bytes: int = 256
@@ -72,8 +73,8 @@ def collect(cfg: CorpusConfig, skips: Counter, missing: list[str]):
     """Every raw document, project sources first so that they win exact/near-duplicate ties."""
     yield from harvest.harvest_reference(cfg.reference_globs, skips)
     if cfg.include_tasks:
-        yield from harvest.harvest_tasks(missing)
-    yield from harvest.harvest_family_variants(cfg.family_variants, cfg.seed, missing)
+        yield from harvest.harvest_tasks(missing, cfg.frame_examples)
+    yield from harvest.harvest_family_variants(cfg.family_variants, cfg.seed, missing, cfg.frame_examples)
     yield from harvest.harvest_packages(cfg, skips, missing)
 
 

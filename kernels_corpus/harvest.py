@@ -199,25 +199,68 @@ def harvest_reference(patterns: list[str], skips: Counter) -> Iterator[Document]
             yield Document(text, "reference", PROJECT_PACKAGE, version, project_relative(f), PROJECT_LICENCE)
 
 
-def harvest_family_variants(n: int, seed: int, missing: list[str]) -> Iterator[Document]:
+# Seed kernels are framed the way the model is prompted (training.prompts): a problem, then the
+# candidate, then <|end|>. A model pretrained on bare kernels never learns to answer a prompt, and RL
+# then sees only parse errors (seen on the H200: every sample of the unframed gpu-quick run failed to parse).
+FRAMING_GRID = PROJECT_ROOT / "configs" / "grids" / "default.yaml"
+
+
+def _shape_class_for(name: str) -> str | None:
+    # the families name their variants by family; each family targets one class of the grid
+    for prefix, cls in (("skinny", "skinny"), ("batched_small", "batched_small")):
+        if name.startswith(prefix):
+            return cls
+    return None
+
+
+def frame_family_variant(name: str, text: str, rng) -> str:
+    """`text` as the answer to a prompt for a grid problem it implements (same layout, its family's class)."""
+    from hgemm.candidate import SpecError, parse_spec
+    from hgemm.problem import load_grid
+    from training.prompts import format_training_example
+
+    try:
+        layouts = parse_spec(text).layouts
+    except SpecError:  # not a valid candidate: still a kernel worth reading, framed for an NN problem
+        layouts = ("NN",)
+    problems = [p for p in load_grid(FRAMING_GRID) if p.layout in layouts]
+    cls = _shape_class_for(name)
+    preferred = [p for p in problems if p.shape_class == cls] if cls else [
+        p for p in problems if p.shape_class not in ("skinny", "batched_small")]
+    return format_training_example(rng.choice(preferred or problems), text)
+
+
+def frame_task_solution(task) -> str:
+    from training.prompts import CANDIDATE_TOKEN, END_TOKEN, PROBLEM_TOKEN
+
+    return f"{PROBLEM_TOKEN}\n{task.prompt(list(task.sizes[:2]))}\n{CANDIDATE_TOKEN}\n{task.solution.strip()}\n{END_TOKEN}"
+
+
+def harvest_family_variants(n: int, seed: int, missing: list[str], framed: bool = True) -> Iterator[Document]:
+    import random
+
     if n <= 0:
         return
     sample_variants = _lazy("kernels_corpus.families", "sample_variants", missing)
     if sample_variants is None:
         return
     version = project_version()
+    rng = random.Random(seed)
     for name, text in sample_variants(n, seed):
+        if framed:
+            text = frame_family_variant(name, text, rng)
         yield Document(text, "family_variant", PROJECT_PACKAGE, version, f"families/{name}", PROJECT_LICENCE)
 
 
-def harvest_tasks(missing: list[str]) -> Iterator[Document]:
+def harvest_tasks(missing: list[str], framed: bool = True) -> Iterator[Document]:
     load_tasks = _lazy("kernels_corpus.tasks", "load_tasks", missing)
     if load_tasks is None:
         return
     version = project_version()
     for task in sorted(load_tasks(), key=lambda t: t.name):
         if task.solution:
-            yield Document(task.solution, "task", PROJECT_PACKAGE, version, f"tasks/{task.name}", PROJECT_LICENCE)
+            text = frame_task_solution(task) if framed else task.solution
+            yield Document(text, "task", PROJECT_PACKAGE, version, f"tasks/{task.name}", PROJECT_LICENCE)
 
 
 def project_relative(path: str) -> str:

@@ -6,6 +6,8 @@ if [ -d .whl ] && [ ! -f /tmp/site/.installed ]; then
 fi
 export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PATH=/tmp/site/bin:$PATH
+# rules call `python`; some images only have python3
+command -v python >/dev/null || { mkdir -p /tmp/site/bin && ln -sf "$(command -v python3)" /tmp/site/bin/python; }
 export HGEMM_CACHE=${HGEMM_CACHE:-/tmp/hgemm-cache}
 export PYTHONUNBUFFERED=1
 export OUT=${OUT:-/tmp/out}

@@ -184,3 +184,21 @@ def test_project_sources_are_lazy_and_carry_provenance(monkeypatch):
     docs = list(harvest.harvest_family_variants(2, 5, missing))
     assert [d.path for d in docs] == ["families/v0_s5", "families/v1_s5"]
     assert {(d.source, d.package, d.licence) for d in docs} == {("family_variant", "hgemm-l2", "project")}
+
+
+def test_seed_variants_are_framed_as_prompt_and_answer():
+    """Pretraining must show the exact prompt -> candidate -> <|end|> framing the RL stages sample with."""
+    from hgemm.candidate import parse_candidate
+    from training.prompts import CANDIDATE_TOKEN, PROBLEM_TOKEN, completion_to_candidate
+
+    docs = list(harvest.harvest_family_variants(4, 1, []))
+    assert len(docs) == 4
+    for d in docs:
+        assert d.text.startswith(PROBLEM_TOKEN) and d.text.rstrip().endswith("<|end|>")
+        answer = d.text.split(CANDIDATE_TOKEN, 1)[1]
+        cand = parse_candidate(completion_to_candidate(answer))
+        shape = d.text.split("shape: ", 1)[1].splitlines()[0]
+        layout = "TN" if "layout TN" in d.text else "NN"
+        assert cand.supports(layout), (d.path, shape, layout)
+    tasks = list(harvest.harvest_tasks([]))
+    assert tasks and all(t.text.startswith(PROBLEM_TOKEN) for t in tasks)

@@ -72,7 +72,7 @@ def test_unwritten_element_fails(gen):
     p = Problem(8, 8, 8)
     A, B = problem_inputs(p, "normal", gen, "cpu")
     ref, absprod = reference(A.tensor, B.tensor, "NN")
-    C = GuardedBuffer(p.c_shape, torch.float16, "cpu", gen, guard=64)
+    C = GuardedBuffer(p.c_shape, torch.float16, "cpu", gen, guard_bytes=256)
     C.poison()
     C.tensor.copy_(fp32_gemm(A.tensor, B.tensor))
     C.tensor[0, 7, 7] = float("nan")
@@ -81,13 +81,22 @@ def test_unwritten_element_fails(gen):
 
 
 def test_guard_band_catches_writes_past_either_end(gen):
-    buf = GuardedBuffer((4, 4), torch.float16, "cpu", gen, guard=32)
-    assert buf.guards_intact()
-    buf.flat[buf.guard + 16] = 1.0  # one past the end
-    assert not buf.guards_intact()
-    buf = GuardedBuffer((4, 4), torch.float16, "cpu", gen, guard=32)
-    buf.flat[buf.guard - 1] += 1.0  # one before the start
-    assert not buf.guards_intact()
+    for dtype in (torch.float16, torch.float32, torch.int64):
+        buf = GuardedBuffer((4, 4), dtype, "cpu", gen, guard_bytes=256)
+        assert buf.guards_intact()
+        buf.tensor.fill_(3)  # writing every element in bounds leaves the guards alone
+        assert buf.guards_intact()
+        buf.flat[buf.guard + buf.nbytes] ^= 1  # one byte past the end
+        assert not buf.guards_intact()
+        buf = GuardedBuffer((4, 4), dtype, "cpu", gen, guard_bytes=256)
+        buf.flat[buf.guard - 1] ^= 1  # one byte before the start
+        assert not buf.guards_intact()
+
+
+def test_poison_is_nan_for_floats(gen):
+    buf = GuardedBuffer((3, 5), torch.float32, "cpu", gen, guard_bytes=256)
+    buf.poison()
+    assert torch.isnan(buf.tensor).all() and buf.guards_intact()
 
 
 def test_inputs_are_never_zero_and_fresh_per_seed():

@@ -1,0 +1,118 @@
+"""Verdicts on model-written kernels, for RL rewards and sampling: one call, many candidates.
+
+    judge = KernelJudge(EvalOptions(reps=3, baselines=("cublas", "torch")))
+    verdicts = judge.judge(texts, [[Problem(1024, 1024, 1024)], ...])   # texts[i] on problems[i]
+    judge.close()
+
+Compiles run in parallel on all CPU cores; with a GPU, candidates are verified and timed in the
+worker pool (grouped per problem, so baselines are timed once per problem and interleaved with every
+candidate). Without a GPU the verdict is `compiled` (or the parse/compile failure): nothing is timed.
+A verdict never raises for a bad kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+
+from .candidate import GEMM_VARIABLES
+from .entry import STATUSES, EvalOptions, compile_entry
+from .problem import Problem, TaskProblem
+
+
+def worst_status(statuses: list[str]) -> str:
+    ranked = [s for s in statuses if s in STATUSES]
+    return min(ranked, key=STATUSES.index) if ranked else (statuses[0] if statuses else "ok")
+
+
+def _variables(problem) -> tuple[str, ...]:
+    if isinstance(problem, TaskProblem):
+        from kernels_corpus.tasks import get_task
+
+        return tuple(get_task(problem.task).variables)
+    return GEMM_VARIABLES
+
+
+class KernelJudge:
+    def __init__(self, options: EvalOptions | None = None, gpu: bool | None = None, arch: str | None = None,
+                 verify_timeout_s: float = 60.0, timing_timeout_s: float = 600.0, compile_workers: int | None = None):
+        from .pool import visible_gpus
+
+        self.options = options or EvalOptions()
+        self.gpu = bool(visible_gpus()) if gpu is None else gpu
+        self.arch = arch
+        self.compile_workers = compile_workers
+        self._pool_kw = {"verify_timeout_s": verify_timeout_s, "timing_timeout_s": timing_timeout_s}
+        self._pool = None
+
+    @property
+    def pool(self):
+        if self._pool is None:
+            from .pool import EvaluationPool
+
+            self._pool = EvaluationPool(self.options, **self._pool_kw)
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def judge(self, texts: list[str], problems: list[list[Problem | TaskProblem]]) -> list[dict]:
+        """One verdict per text: status (the worst over its problems), error, per-problem results, and
+        for verified-and-timed kernels the geometric-mean speedups over its problems."""
+        if len(texts) != len(problems):
+            raise ValueError("one problem list per text")
+
+        def compile_one(i: int):
+            first = problems[i][0]
+            layouts = tuple(sorted({p.layout for p in problems[i]}))
+            return compile_entry(f"c{i}", texts[i], layouts, self.arch, _variables(first))
+
+        with ThreadPoolExecutor(max_workers=self.compile_workers) as ex:
+            compiled = list(ex.map(compile_one, range(len(texts))))
+
+        verdicts: list[dict] = []
+        by_problem: dict[object, list] = defaultdict(list)
+        for i, (entry, info) in enumerate(compiled):
+            v = {"status": info["status"], "error": info.get("error", ""), "compile": info, "results": []}
+            verdicts.append(v)
+            if entry is None:
+                continue
+            for p in problems[i]:
+                if p.layout not in entry.cubins:
+                    v["results"].append({"problem": p.to_dict(), "status": "unsupported",
+                                         "error": f"candidate does not implement layout {p.layout}"})
+                elif self.gpu:
+                    by_problem[p].append((i, entry))
+                else:
+                    v["results"].append({"problem": p.to_dict(), "status": "compiled"})
+        if by_problem:
+            keys = list(by_problem)
+            outs = self.pool.run([(p, [e for _, e in by_problem[p]]) for p in keys])
+            for p, out in zip(keys, outs):
+                for i, entry in by_problem[p]:
+                    r = dict(out["candidates"].get(entry.name, {"status": "harness_error", "error": "no result"}))
+                    r["problem"] = p.to_dict()
+                    r["best_baseline"] = out.get("best_baseline")
+                    r["best_baseline_us"] = out.get("best_baseline_us")
+                    verdicts[i]["results"].append(r)
+        for v in verdicts:
+            if v["status"] in ("parse_error", "compile_error") or not v["results"]:
+                continue
+            statuses = [r["status"] for r in v["results"]]
+            v["status"] = "compiled" if all(s == "compiled" for s in statuses) else worst_status(statuses)
+            v["error"] = next((r.get("error", "") for r in v["results"] if r["status"] == v["status"] and r.get("error")), "")
+            if v["status"] == "ok":
+                for key in ("speedup_vs_best", "speedup_vs_cublas", "speedup_vs_torch"):
+                    xs = [r[key] for r in v["results"] if r.get(key)]
+                    if len(xs) == len(v["results"]):
+                        v[key] = math.exp(sum(math.log(x) for x in xs) / len(xs))
+        return verdicts

@@ -1,0 +1,159 @@
+"""The tuned kernel library: a dispatch table from shape to the fastest verified kernel, and
+`hgemm.matmul(A, B)` on top of it.
+
+Lookup order for a problem: the exact shape in the table; else the nearest tuned shape of the same
+layout (distance in log M, log N, log K, log batch) whose kernel supports the shape; else the safe
+generic kernel (the table's fallback). Every family kernel is correct for any M, N, K (predicated edge
+tiles), so a nearest-bucket kernel is slower at worst, never wrong; its launch spec is still checked
+against the shape before it is used.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from .candidate import Candidate, SpecError, parse_candidate
+from .problem import Problem
+
+log = logging.getLogger("hgemm.library")
+DEFAULT_LIBRARY = Path(__file__).resolve().parent.parent / "results" / "tune"
+
+
+@dataclass(frozen=True)
+class Choice:
+    name: str
+    candidate: Candidate
+    how: str  # "exact", "nearest <key>" or "fallback"
+
+
+def _distance(a: Problem, b: Problem) -> float:
+    return math.sqrt(sum((math.log2(x) - math.log2(y)) ** 2
+                         for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K), (a.batch, b.batch))))
+
+
+class Library:
+    def __init__(self, path: str | Path = DEFAULT_LIBRARY):
+        self.path = Path(path)
+        table = json.loads((self.path / "table.json").read_text())
+        self.entries: dict[str, dict] = table.get("entries", {})
+        self.fallback: str = table["fallback"]
+        self._candidates: dict[str, Candidate] = {}
+
+    def candidate(self, name: str) -> Candidate:
+        if name not in self._candidates:
+            self._candidates[name] = parse_candidate((self.path / "kernels" / f"{name}.cu").read_text())
+        return self._candidates[name]
+
+    def _fits(self, cand: Candidate, problem: Problem) -> bool:
+        if not cand.supports(problem.layout):
+            return False
+        try:
+            cand.spec.launch_dims(problem.variables() | {"num_sms": 132})
+        except SpecError:
+            return False
+        return True
+
+    def lookup(self, problem: Problem) -> Choice:
+        entry = self.entries.get(problem.key)
+        if entry and self._fits(self.candidate(entry["kernel"]), problem):
+            return Choice(entry["kernel"], self.candidate(entry["kernel"]), "exact")
+        tuned = sorted((_distance(problem, Problem.from_key(k)), k) for k in self.entries
+                       if k.endswith("_" + problem.layout))
+        for _, key in tuned:
+            name = self.entries[key]["kernel"]
+            if self._fits(self.candidate(name), problem):
+                return Choice(name, self.candidate(name), f"nearest {key}")
+        return Choice(self.fallback, self.candidate(self.fallback), "fallback")
+
+
+_default: Library | None = None
+_launchers: dict = {}
+
+
+def matmul(A, B, library: Library | None = None):
+    """C = A @ B for fp16 CUDA tensors (2-D, or 3-D batched), dispatched to the tuned kernel.
+
+    B may be K x N contiguous (layout NN) or the transpose of a contiguous N x K tensor (TN, e.g. an
+    nn.Linear weight `.t()`): no copy either way. Anything else falls back to torch.matmul with a
+    logged reason."""
+    import torch
+
+    global _default
+    reason = _unsupported(A, B)
+    if reason:
+        log.info("hgemm.matmul falls back to torch.matmul: %s", reason)
+        return torch.matmul(A, B)
+    lib = library or _default
+    if lib is None:
+        lib = _default = Library()
+    squeeze = A.dim() == 2
+    a = A.unsqueeze(0) if squeeze else A
+    b = B.unsqueeze(0) if squeeze else B
+    layout = "TN" if b.transpose(-1, -2).is_contiguous() and not b.is_contiguous() else "NN"
+    if layout == "TN":
+        b = b.transpose(-1, -2)  # the N x K storage, contiguous
+    a = a.contiguous()
+    batch, M, K = a.shape
+    N = b.shape[-1] if layout == "NN" else b.shape[-2]
+    problem = Problem(M, N, K, batch, layout)
+    C = torch.empty((batch, M, N), dtype=torch.float16, device=A.device)
+    _launch(lib, problem, a, b.contiguous(), C)
+    return C[0] if squeeze else C
+
+
+def _unsupported(A, B) -> str | None:
+    import torch
+
+    if not (isinstance(A, torch.Tensor) and isinstance(B, torch.Tensor)):
+        return "operands are not tensors"
+    if A.dtype != torch.float16 or B.dtype != torch.float16:
+        return f"dtypes {A.dtype}, {B.dtype} (only float16)"
+    if not (A.is_cuda and B.is_cuda) or A.device != B.device:
+        return "operands are not on one CUDA device"
+    if A.dim() != B.dim() or A.dim() not in (2, 3):
+        return f"ranks {A.dim()}, {B.dim()} (2-D or 3-D batched, same rank)"
+    if A.shape[-1] != B.shape[-2] or (A.dim() == 3 and A.shape[0] != B.shape[0]):
+        return f"shapes {tuple(A.shape)} and {tuple(B.shape)} do not multiply"
+    if min(A.shape) == 0 or min(B.shape) == 0:
+        return "empty operand"
+    if A.device.index not in (None, torch.cuda.current_device()):
+        return "operands are not on the current device"
+    if torch.cuda.current_stream(A.device) != torch.cuda.default_stream(A.device):
+        # the kernels launch on the legacy default stream; on another stream the order would be unclear
+        return "called on a non-default CUDA stream"
+    if (B.dim() == 3 and not (B.is_contiguous() or B.transpose(-1, -2).is_contiguous())) or \
+            (B.dim() == 2 and not (B.is_contiguous() or B.t().is_contiguous())):
+        return "B is neither contiguous nor a transposed contiguous tensor"
+    return None
+
+
+def _launch(lib: Library, problem: Problem, A, B, C) -> None:
+    """Compile (cached on disk) and load the chosen kernel once per (kernel, layout), then launch."""
+    import torch
+
+    from .compile import compile_candidate
+    from .params import Param, pack_params
+    from .runtime import LoadedKernel, device_properties, encode_tensor_map
+
+    choice = lib.lookup(problem)
+    key = (choice.name, problem.layout)
+    if key not in _launchers:
+        res = compile_candidate(choice.candidate, problem.layout)
+        if not res.ok:
+            raise RuntimeError(f"library kernel {choice.name} failed to compile: {res.error}")
+        _launchers[key] = (LoadedKernel(res.cubin_path, choice.candidate.spec.entry), device_properties()["num_sms"])
+    kernel, num_sms = _launchers[key]
+    grid, block, smem, ws_bytes = choice.candidate.spec.launch_dims(problem.variables() | {"num_sms": num_sms})
+    kernel.prepare_smem(smem)
+    ws = torch.zeros(max(1, ws_bytes), dtype=torch.uint8, device=A.device) if ws_bytes else None
+    params = [Param("P", A.data_ptr()), Param("P", B.data_ptr()), Param("P", C.data_ptr()),
+              Param("i", problem.M), Param("i", problem.N), Param("i", problem.K), Param("i", problem.batch),
+              Param("P", ws.data_ptr() if ws is not None else 0)]
+    operands = {"A": A, "B": B, "C": C}
+    params += [Param("T", encode_tensor_map(operands[t.operand], t.box, t.swizzle)) for t in choice.candidate.spec.tensor_maps]
+    buf = pack_params(params)
+    kernel.launch(grid, block, buf, smem)

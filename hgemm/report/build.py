@@ -1,0 +1,176 @@
+"""Assemble the report document from the stages' results, section by section."""
+
+from __future__ import annotations
+
+import logging
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+from hgemm.summary import class_rows, geomean
+
+from . import tables
+from .inputs import ReportInputs
+from .render import to_html, to_markdown
+
+log = logging.getLogger("hgemm.report")
+NOT_TIMED = ("Nothing was timed: this run had no GPU. Kernels were parsed and compiled only, so no "
+             "time, TFLOP/s or speedup below is a measurement.")
+
+
+@dataclass
+class ReportSettings:
+    title: str = "HGEMM-L2 report"
+    peak_tflops: float = 989.4  # H200 SXM dense fp16/bf16 tensor-core datasheet figure
+    memory_tbps: float = 4.8  # H200 HBM3e datasheet bandwidth
+    max_heatmap_panels: int = 12
+
+
+def _figure(doc: list, name: str, make, caption: str) -> None:
+    """Add a figure, or say why there is none (no matplotlib, nothing to plot): never fail the report."""
+    try:
+        png = make()
+    except ImportError as e:
+        doc.append(("p", f"Figure not available: matplotlib is not installed ({e})."))
+        return
+    if png is None:
+        doc.append(("p", f"Figure not available: no data for {caption.lower()}."))
+    else:
+        doc.append(("figure", name, png, caption))
+
+
+def _not_available(doc: list, what: str, path: str | None) -> None:
+    doc.append(("p", f"Not available: no {what} found" + (f" under `{path}`." if path else " (not given).")))
+
+
+def bench_sections(doc: list, results: dict | None, settings: ReportSettings, source: str | None) -> None:
+    doc.append(("h", 2, "Kernels against the baselines"))
+    if results is None:
+        _not_available(doc, "bench results (results.json)", source)
+        return
+    timed = bool(results.get("gpu_run"))
+    rows = tables.shape_rows(results)
+    doc.append(("p", f"{len(rows)} shapes from `{results.get('grid', '?')}`; timing method "
+                     f"`{results.get('options', {}).get('timing_method', '?')}`, "
+                     f"{results.get('options', {}).get('reps', '?')} repetitions, cold L2, median."))
+    speedups = [r["speedup_vs_best"] for r in rows if r["speedup_vs_best"]]
+    if timed and speedups:
+        wins = sum(s > 1 for s in speedups)
+        doc.append(("p", f"The kernel is faster than the strongest baseline on {wins} of {len(rows)} shapes; "
+                         f"geomean speedup {geomean(speedups):.3f}x over {len(speedups)} verified shapes."))
+    doc.append(("h", 3, "Per shape class"))
+    doc.append(("table", ["class", "candidate", "shapes", "ok", "geomean vs cuBLAS", "geomean vs strongest", "worst"],
+                [[r["class"], r["candidate"], r["shapes"], r["ok"], tables.fmt(r["geomean_vs_cublas"], 3),
+                  tables.fmt(r["geomean_vs_best"], 3), tables.fmt(r["min_vs_best"], 3)] for r in class_rows(results)]))
+    doc.append(("h", 3, "Per shape"))
+    headers, cells = tables.per_shape_table(rows, timed)
+    doc.append(("table", headers, cells))
+    if not timed:
+        doc.append(("p", "Heatmaps and TFLOP/s plots need timings: not available on a CPU-only run."))
+        return
+    doc.append(("h", 3, "Speedup over M × N"))
+    _figure(doc, "speedup_heatmaps", lambda: tables_heatmaps(rows, settings),
+            "Speedup of the kernel over the strongest baseline, per K (batch 1) and per batch")
+    doc.append(("h", 3, "Throughput"))
+    from .figures import tflops_vs_size
+
+    _figure(doc, "tflops_vs_size", lambda: tflops_vs_size(rows, settings.peak_tflops, settings.memory_tbps),
+            "TFLOP/s vs problem size and arithmetic intensity, with cuBLAS, peak and memory roofline")
+
+
+def tables_heatmaps(rows, settings):
+    from .figures import speedup_heatmaps
+
+    return speedup_heatmaps(rows, settings.max_heatmap_panels)
+
+
+def curve_sections(doc: list, inputs: ReportInputs) -> None:
+    doc.append(("h", 2, "Reinforcement learning curves"))
+    for stage, label in (("rl_general", "General kernel tasks (rl_general)"), ("rl_hgemm", "HGEMM (rl_hgemm)")):
+        doc.append(("h", 3, label))
+        curves = inputs.curves(stage)
+        if not curves:
+            _not_available(doc, f"{stage} curves.json", getattr(inputs, stage))
+            continue
+        groups = tables.curve_keys(curves)
+        from .figures import curves_figure
+
+        _figure(doc, f"curves_{stage}", lambda: curves_figure(curves, groups, label),
+                f"Reward, compile, correct and speedup curves of {stage}")
+        keys = [k for ks in groups.values() for k in ks]
+        if keys:
+            headers, cells = tables.first_last_table(curves, keys)
+            doc.append(("table", headers, cells))
+
+
+def corpus_section(doc: list, inputs: ReportInputs) -> None:
+    doc.append(("h", 2, "Corpus"))
+    stats, md = inputs.corpus_stats()
+    if stats is None and md is None:
+        _not_available(doc, "corpus statistics (stats.json, stats.md)", inputs.corpus)
+        return
+    if stats:
+        total = stats.get("total", {})
+        doc.append(("p", f"{total.get('docs', total.get('documents', '?')):,} documents, "
+                         f"{total.get('bytes', 0):,} bytes, {total.get('tokens', 0):,} tokens "
+                         f"({stats.get('token_unit', 'tokens')})."))
+        by_source = stats.get("by_source") or []
+        if by_source and isinstance(by_source[0], dict):
+            keys = list(by_source[0])
+            doc.append(("table", keys, [[r.get(k, "") for k in keys] for r in by_source]))
+    if md:
+        doc.append(("pre", md))
+
+
+def metrics_section(doc: list, inputs: ReportInputs) -> None:
+    doc.append(("h", 2, "Stage metrics"))
+    rows = []
+    for stage in ("corpus", "pretrain", "tune", "rl_general", "rl_hgemm", "bench"):
+        m = inputs.metrics(stage)
+        if m is None:
+            rows.append([stage, "not available", ""])
+            continue
+        for k, v in m.items():
+            if isinstance(v, (int, float, str)) and not isinstance(v, bool) or v is None:
+                rows.append([stage, k, tables.fmt(v, 4) if isinstance(v, float) else str(v)[:120]])
+    doc.append(("table", ["stage", "metric", "value"], rows))
+
+
+def environment_section(doc: list, results: dict | None) -> None:
+    doc.append(("h", 2, "Environment"))
+    env = (results or {}).get("env", {})
+    gpus = env.get("gpus") or []
+    rows = [["report built on", f"{platform.node()}, Python {platform.python_version()}, {platform.platform()}"]]
+    if env:
+        rows += [["bench host", f"{env.get('host')}, Python {env.get('python')}, {env.get('platform')}"],
+                 ["bench time (UTC)", str(env.get("time_utc"))], ["nvcc", str(env.get("nvcc"))],
+                 ["arch", str((results or {}).get("arch"))], ["timing method", str(env.get("timing_method"))]]
+        for i, g in enumerate(gpus):
+            rows.append([f"GPU {i}", ", ".join(f"{k} {v}" for k, v in g.items())])
+        if not gpus:
+            rows.append(["GPU", "none"])
+        rows += [[f"package {k}", str(v)] for k, v in (env.get("packages") or {}).items()]
+    else:
+        rows.append(["bench environment", "not available (no bench results)"])
+    doc.append(("table", ["what", "value"], rows))
+
+
+def build_report(inputs: ReportInputs, settings: ReportSettings, out_dir: str | Path) -> dict:
+    """Write report.md (with figures/) and report.html (self-contained); returns a short summary."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results = inputs.bench_results()
+    timed = bool(results and results.get("gpu_run"))
+    doc: list[tuple] = [("h", 1, settings.title)]
+    if not timed:
+        doc.append(("banner", NOT_TIMED if results else "Nothing was timed: no bench results are available."))
+    bench_sections(doc, results, settings, inputs.bench)
+    curve_sections(doc, inputs)
+    corpus_section(doc, inputs)
+    metrics_section(doc, inputs)
+    environment_section(doc, results)
+    (out / "report.md").write_text(to_markdown(doc, out / "figures"))
+    (out / "report.html").write_text(to_html(doc, settings.title))
+    return {"timed": timed, "figures": sum(b[0] == "figure" for b in doc),
+            "sections": [b[2] for b in doc if b[0] == "h" and b[1] == 2],
+            "not_available": sum(b[0] == "p" and b[1].startswith(("Not available", "Figure not available")) for b in doc)}

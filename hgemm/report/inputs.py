@@ -1,0 +1,55 @@
+"""Reading the stages' result folders for the report; anything missing or unreadable is None."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger("hgemm.report")
+
+
+def read_json(path: str | Path | None):
+    if path is None or not Path(path).is_file():
+        return None
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        log.warning("cannot read %s: %s", path, e)
+        return None
+
+
+@dataclass
+class ReportInputs:
+    """Folders of the stages the report draws on (None: not given)."""
+
+    corpus: str | None = None
+    pretrain: str | None = None
+    rl_general: str | None = None
+    rl_hgemm: str | None = None
+    tune: str | None = None
+    bench: str | None = None  # a bench stage folder (results.json) or a run_bench results file itself
+
+    def bench_results(self) -> dict | None:
+        if not self.bench:
+            return None
+        path = Path(self.bench)
+        return read_json(path if path.is_file() else path / "results.json")
+
+    def metrics(self, stage: str) -> dict | None:
+        folder = getattr(self, stage)
+        return read_json(Path(folder) / "metrics.json") if folder else None
+
+    def curves(self, stage: str) -> list[dict] | None:
+        folder = getattr(self, stage)
+        data = read_json(Path(folder) / "curves.json") if folder else None
+        if isinstance(data, dict):  # tolerate {"curves": [...]} or {"steps": [...]}
+            data = next((v for v in data.values() if isinstance(v, list)), None)
+        return [row for row in data if isinstance(row, dict)] if isinstance(data, list) else None
+
+    def corpus_stats(self) -> tuple[dict | None, str | None]:
+        if not self.corpus:
+            return None, None
+        md = Path(self.corpus) / "stats.md"
+        return read_json(Path(self.corpus) / "stats.json"), (md.read_text() if md.is_file() else None)

@@ -1,0 +1,95 @@
+"""Per-shape rows of a run_bench results file: the kernel, every baseline, the strongest, speedups.
+
+"The kernel" of a shape is the `model` contender when the bench stage wrote the file and the model's
+kernel verified; otherwise the fastest verified candidate (e.g. in a plain `hgemm bench` file)."""
+
+from __future__ import annotations
+
+from hgemm.problem import Problem
+
+
+def baseline_us(entry: dict) -> float | None:
+    return entry.get("time_us") or (entry.get("timing") or {}).get("median_us")
+
+
+def shape_row(pr: dict) -> dict:
+    p = Problem.from_dict(pr["problem"])
+    ok = {n: r for n, r in pr.get("candidates", {}).items() if r.get("status") == "ok" and r.get("time_us")}
+    if "model" in ok:
+        name = "model"
+    else:
+        name = min(ok, key=lambda n: ok[n]["time_us"]) if ok else None
+    r = ok.get(name, {})
+    baselines = {b: baseline_us(e) for b, e in (pr.get("baselines") or {}).items() if baseline_us(e)}
+    lib = ok.get("library", {})
+    return {
+        "problem": p, "key": p.key, "class": p.shape_class, "kernel": name,
+        "time_us": r.get("time_us"), "tflops": r.get("tflops"),
+        "baselines_us": baselines,
+        "cublas_tflops": ((pr.get("baselines") or {}).get("cublas") or {}).get("tflops"),
+        "best_baseline": pr.get("best_baseline"), "best_baseline_us": pr.get("best_baseline_us"),
+        "best_baseline_tflops": ((pr.get("baselines") or {}).get(pr.get("best_baseline") or "") or {}).get("tflops"),
+        "speedup_vs_best": r.get("speedup_vs_best"), "speedup_vs_cublas": r.get("speedup_vs_cublas"),
+        "vs_library": (lib["time_us"] / r["time_us"]) if name == "model" and lib.get("time_us") else None,
+        "statuses": {n: c.get("status", "?") for n, c in pr.get("candidates", {}).items()},
+    }
+
+
+def shape_rows(results: dict) -> list[dict]:
+    return [shape_row(pr) for pr in results.get("problems", [])]
+
+
+def baseline_names(rows: list[dict]) -> list[str]:
+    names: list[str] = []
+    for row in rows:
+        names += [b for b in row["baselines_us"] if b not in names]
+    return names
+
+
+def fmt(x, digits: int = 2) -> str:
+    return "—" if x is None else f"{x:,.{digits}f}"
+
+
+def per_shape_table(rows: list[dict], timed: bool) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells of the per-shape table (statuses only when nothing was timed)."""
+    if not timed:
+        names = sorted({n for row in rows for n in row["statuses"]})
+        return (["shape", "class"] + [f"{n} status" for n in names],
+                [[row["key"], row["class"]] + [row["statuses"].get(n, "—") for n in names] for row in rows])
+    bls = baseline_names(rows)
+    with_library = any(row["vs_library"] for row in rows)
+    headers = (["shape", "class", "kernel", "µs", "TFLOP/s"] + [f"{b} µs" for b in bls]
+               + ["strongest baseline", "speedup vs strongest", "speedup vs cuBLAS"]
+               + (["speedup vs library"] if with_library else []))
+    cells = []
+    for row in rows:
+        cells.append([row["key"], row["class"], row["kernel"] or "none verified", fmt(row["time_us"], 1),
+                      fmt(row["tflops"], 1)] + [fmt(row["baselines_us"].get(b), 1) for b in bls]
+                     + [row["best_baseline"] or "—", fmt(row["speedup_vs_best"], 3), fmt(row["speedup_vs_cublas"], 3)]
+                     + ([fmt(row["vs_library"], 3)] if with_library else []))
+    return headers, cells
+
+
+def curve_keys(curves: list[dict]) -> dict[str, list[str]]:
+    """Numeric curve columns, grouped by what they measure (reward, compile, correct, speedup)."""
+    groups: dict[str, list[str]] = {"reward": [], "compile": [], "correct": [], "speedup": []}
+    keys = sorted({k for row in curves for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    for k in keys:
+        for g in groups:
+            if g in k.lower() and k != "step":
+                groups[g].append(k)
+                break
+    return {g: ks for g, ks in groups.items() if ks}
+
+
+def first_last_table(curves: list[dict], keys: list[str]) -> tuple[list[str], list[list[str]]]:
+    """Mean of each column over the first and the last 20% of steps (issue 7's before/after view)."""
+    n = len(curves)
+    span = max(1, n // 5)
+
+    def mean(rows, k):
+        xs = [r[k] for r in rows if isinstance(r.get(k), (int, float))]
+        return sum(xs) / len(xs) if xs else None
+
+    cells = [[k, fmt(mean(curves[:span], k), 3), fmt(mean(curves[-span:], k), 3)] for k in keys]
+    return ["metric", f"first 20% ({span} steps)", f"last 20% ({span} steps)"], cells

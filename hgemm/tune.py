@@ -1,0 +1,119 @@
+"""`hgemm tune`: evaluate the seed families' variants per shape and keep the fastest verified kernel.
+
+Pruning before any GPU time: the family's own `applicable()` filter, the compiler's resource report
+(no spills, registers x threads within the register file), and a wave/tile-efficiency estimate that
+keeps the few most promising variants of each family per shape. The survivors of one shape are
+verified and timed together with the baselines (one interleaved run), so every winner is measured
+against the strongest baseline in the same run.
+
+Output folder: table.json (the dispatch table), kernels/<name>.cu (the winners), bench.json (the raw
+evaluation in `hgemm bench` format), summary.md.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .entry import EvalOptions
+from .problem import Problem
+
+NUM_SMS = 132  # H200; the estimate only ranks variants, the GPU decides
+REFERENCE_FALLBACK = "kernels_corpus/reference/mma_sync.cu"
+DEFAULT_TILES = 5  # distinct tile shapes per family and problem
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def estimate(params: dict, problem: Problem) -> float:
+    """A relative cost for ranking tensor-core tile variants: waves of CTAs times the work of one CTA,
+    discounted by the tile's arithmetic intensity (small tiles re-read operands more often)."""
+    if "bm" not in params:  # skinny family: bandwidth-bound, rank by rows per CTA and split
+        return float(_cdiv(problem.M, params.get("mt", 1))) / max(1, params.get("split_k", 1))
+    bm, bn = params["bm"], params["bn"]
+    split = params.get("split_k", 1)
+    ctas = _cdiv(problem.M, bm) * _cdiv(problem.N, bn) * problem.batch * split
+    slots = NUM_SMS * max(1, params.get("min_blocks", 1))
+    waves = _cdiv(ctas, slots)
+    intensity = (bm * bn / (bm + bn)) / (128 * 256 / 384)
+    work = bm * bn * _cdiv(problem.K, split) / max(1, params.get("min_blocks", 1))
+    return waves * work / min(1.0, intensity) + (split - 1) * bm * bn * 4  # split-K reduction traffic
+
+
+def shortlist(problem: Problem, tiles_per_family: int = DEFAULT_TILES, stages_per_tile: int = 2) -> list[tuple[str, str]]:
+    """(name, text) of the variants worth timing on this problem: per family, the best-ranked distinct
+    tile shapes, each with its deepest pipelines (the estimate cannot see latency hiding, the GPU can)."""
+    from kernels_corpus.families import FAMILIES
+
+    chosen = []
+    for fam in FAMILIES:
+        by_tile: dict[tuple, list] = {}
+        for p in fam.variants():
+            if not (fam.applicable(p, problem) and _layout_ok(fam.render(p), problem.layout)):
+                continue
+            tile = tuple(sorted((k, v) for k, v in p.items() if k != "stages"))
+            by_tile.setdefault(tile, []).append(p)
+        ranked = sorted(by_tile.values(), key=lambda ps: estimate(ps[0], problem))
+        for ps in ranked[:tiles_per_family]:
+            ps = sorted(ps, key=lambda p: -p.get("stages", 0))[:stages_per_tile]
+            chosen += [(fam.name(p), fam.render(p)) for p in ps]
+    return chosen
+
+
+def _layout_ok(text: str, layout: str) -> bool:
+    from .candidate import parse_spec
+
+    return layout in parse_spec(text).layouts
+
+
+def resources_ok(info: dict) -> bool:
+    """No spills, and the register file can hold at least one CTA (checked per layout)."""
+    for res in info.get("resources", {}).values():
+        if res["spill_stores"] or res["spill_loads"]:
+            return False
+    return True
+
+
+def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | None = None,
+         tiles_per_family: int = DEFAULT_TILES, arch: str | None = None, progress: bool = True) -> dict:
+    """Evaluate shortlisted variants on every problem; write the dispatch table and the winners."""
+    from .cli import run_bench
+    from .summary import markdown
+
+    out_dir = Path(out_dir)
+    (out_dir / "kernels").mkdir(parents=True, exist_ok=True)
+    root = Path(__file__).resolve().parent.parent
+    fallback_text = (root / REFERENCE_FALLBACK).read_text()
+    # one bench over the union of shortlists: each problem's job carries only its own shortlist
+    per_problem = {p: shortlist(p, tiles_per_family) for p in problems}
+    union = {name: text for lst in per_problem.values() for name, text in lst}
+    union["reference_mma_sync"] = fallback_text
+    wanted = {p: {n for n, _ in per_problem[p]} | {"reference_mma_sync"} for p in problems}
+    results = run_bench(sorted(union.items()), problems, options or EvalOptions(), arch, progress,
+                        select=lambda problem, name: name in wanted[problem])
+    results["grid"] = "tune shortlist"
+    table = {"arch": results["arch"], "gpu_run": results["gpu_run"], "entries": {}, "fallback": "reference_mma_sync",
+             "env": results["env"]}
+    used = {"reference_mma_sync"}
+    for pr in results["problems"]:
+        problem = Problem.from_dict(pr["problem"])
+        ok = [(n, r) for n, r in pr["candidates"].items()
+              if r.get("status") == "ok" and r.get("time_us") and resources_ok(results["candidates"].get(n, {}))]
+        if not ok:
+            continue
+        name, r = min(ok, key=lambda nr: nr[1]["time_us"])
+        table["entries"][problem.key] = {"kernel": name, "time_us": r["time_us"], "tflops": r.get("tflops"),
+                                         "speedup_vs_best": r.get("speedup_vs_best"),
+                                         "speedup_vs_cublas": r.get("speedup_vs_cublas"),
+                                         "best_baseline": pr.get("best_baseline"),
+                                         "shape_class": problem.shape_class}
+        used.add(name)
+    for name in used:
+        (out_dir / "kernels" / f"{name}.cu").write_text(union[name])
+    (out_dir / "bench.json").write_text(json.dumps(results, indent=1, default=str))
+    (out_dir / "table.json").write_text(json.dumps(table, indent=1))
+    (out_dir / "summary.md").write_text(markdown(results, "hgemm tune: seed families vs baselines"))
+    return table
+

@@ -1,0 +1,30 @@
+# HTML and Markdown report over every stage's results (CPU). Also in `snakemake --report report.zip`.
+rule report:
+    input:
+        config=stage_config("report"),
+        corpus=out("corpus", "metrics.json"),
+        pretrain=out("pretrain", "metrics.json"),
+        rl_general=out("rl_general", "metrics.json"),
+        rl_hgemm=out("rl_hgemm", "metrics.json"),
+        tune=out("tune", "metrics.json"),
+        bench=out("bench", "results.json"),
+    output:
+        html=report(out("report", "report.html"), category="Report"),
+        markdown=report(out("report", "report.md"), category="Report"),
+    params:
+        corpus=out("corpus"),
+        pretrain=out("pretrain"),
+        rl_general=out("rl_general"),
+        rl_hgemm=out("rl_hgemm"),
+        tune=out("tune"),
+        bench=out("bench"),
+        out=out("report"),
+    threads: 1
+    log:
+        log("report"),
+    benchmark:
+        bench_file("report")
+    shell:
+        "python -m stages.report --config {input.config} --corpus {params.corpus} --pretrain {params.pretrain}"
+        " --rl-general {params.rl_general} --rl-hgemm {params.rl_hgemm} --tune {params.tune}"
+        " --bench {params.bench} --out {params.out} > {log} 2>&1"

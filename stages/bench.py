@@ -1,0 +1,202 @@
+"""Stage: time the model's best kernel and the seed library's kernel per shape against every baseline.
+
+    python -m stages.bench --config configs/default.yaml --samples results/sample --library results/tune \
+        --out results/bench
+
+Shapes: the config's grid (optionally some classes / the first N) plus any shape the sample stage kept
+a kernel for (held-out shapes). Each shape gets its own two contenders, through
+hgemm.cli.run_bench's `select`: `model` (stages.sample's best/<key>.cu, when it kept one) and
+`library` (what hgemm.library dispatches the shape to: exact tuned entry, nearest, or fallback).
+In results.json each problem names them by role, so the summaries compare roles across shapes.
+On a CPU both are compiled, nothing is run, and summary.md and metrics.json say so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from hgemm.problem import Problem, load_grid
+from hgemm.summary import geomean
+from stages.common import atomic_write_text, build_dataclass, load_stage_config, write_json, write_metrics
+
+log = logging.getLogger("stages.bench")
+ROLES = ("model", "library")
+
+
+@dataclass
+class BenchSettings:
+    grid: str = "configs/grids/default.yaml"
+    classes: list | None = None
+    limit: int | None = None
+    reps: int = 10
+    baselines: list | None = None
+    timing_method: str = "spin_batch"
+    arch: str | None = None
+
+
+def sampled_kernels(samples_dir: str | Path) -> dict[str, tuple[Problem, str]]:
+    """shape key -> (problem, kernel text) of the sample stage's best candidates."""
+    samples_dir = Path(samples_dir)
+    index = samples_dir / "best.json"
+    best = json.loads(index.read_text()) if index.exists() else {}
+    out = {}
+    for key, entry in best.items():
+        path = samples_dir / entry.get("file", f"best/{key}.cu")
+        if path.exists():
+            out[key] = (Problem.from_dict(entry["problem"]), path.read_text())
+    return out
+
+
+def library_choice(library_dir: str | Path):
+    """problem -> (kernel name, text, how chosen), or None when there is no library table."""
+    if not (Path(library_dir) / "table.json").exists():
+        log.warning("no table.json under %s: the library contender is left out", library_dir)
+        return lambda problem: None
+    from hgemm.library import Library
+
+    library = Library(library_dir)
+
+    def choose(problem: Problem):
+        c = library.lookup(problem)
+        return c.name, (library.path / "kernels" / f"{c.name}.cu").read_text(), c.how
+
+    return choose
+
+
+def bench_problems(settings: BenchSettings, sampled: dict[str, tuple[Problem, str]]) -> list[Problem]:
+    problems = load_grid(settings.grid)
+    if settings.classes:
+        problems = [p for p in problems if p.shape_class in settings.classes]
+    if settings.limit:
+        problems = problems[:settings.limit]
+    seen = {p.key for p in problems}
+    return problems + [p for key, (p, _) in sampled.items() if key not in seen]
+
+
+def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: bool = True) -> dict:
+    from hgemm.cli import run_bench
+    from hgemm.entry import EvalOptions
+
+    sampled = sampled_kernels(samples_dir)
+    choose = library_choice(library_dir)
+    problems = bench_problems(settings, sampled)
+    named: dict[str, str] = {}  # unique candidate name -> text: each kernel compiles once
+    contenders: dict[str, dict[str, str]] = {}  # shape key -> role -> candidate name
+    sources: dict[str, dict] = {}
+    for p in problems:
+        roles = {}
+        if p.key in sampled:
+            roles["model"] = f"model_{p.key}"
+            named[roles["model"]] = sampled[p.key][1]
+        lib = choose(p)
+        if lib:
+            roles["library"] = f"library_{lib[0]}"
+            named[roles["library"]] = lib[1]
+        contenders[p.key] = roles
+        sources[p.key] = {"model": f"best/{p.key}.cu" if "model" in roles else None,
+                          "library": lib[0] if lib else None, "library_choice": lib[2] if lib else None}
+    options = EvalOptions(reps=settings.reps, timing_method=settings.timing_method)
+    if settings.baselines:
+        options.baselines = tuple(settings.baselines)
+    wanted = {(key, name) for key, roles in contenders.items() for name in roles.values()}
+    results = run_bench(list(named.items()), problems, options, settings.arch, progress=progress,
+                        select=lambda p, name: (p.key, name) in wanted)
+    # Rename each problem's contenders to their roles, so "model" and "library" line up across shapes.
+    for pr in results["problems"]:
+        key = Problem.from_dict(pr["problem"]).key
+        by_name = pr["candidates"]
+        pr["candidates"] = {role: by_name[name] for role, name in contenders[key].items() if name in by_name}
+        pr["kernels"] = sources[key]
+        pr["sampled"] = key in sampled
+    results["grid"] = settings.grid
+    return results
+
+
+def model_vs_library(results: dict) -> list[dict]:
+    """Per shape where both ran: times and the model's speedup over the library kernel (GPU only)."""
+    rows = []
+    for pr in results["problems"]:
+        c = pr["candidates"]
+        m, lib = c.get("model", {}), c.get("library", {})
+        if m.get("status") == "ok" and lib.get("status") == "ok" and m.get("time_us") and lib.get("time_us"):
+            rows.append({"problem": Problem.from_dict(pr["problem"]).key, "model_us": m["time_us"],
+                         "library_us": lib["time_us"], "model_vs_library": lib["time_us"] / m["time_us"],
+                         "model_vs_best": m.get("speedup_vs_best"), "library_vs_best": lib.get("speedup_vs_best")})
+    return rows
+
+
+def summary_markdown(results: dict) -> str:
+    from hgemm.summary import markdown
+
+    text = markdown(results, title="Best sampled kernel and seed library vs the baselines")
+    rows = model_vs_library(results)
+    if rows:
+        wins = sum(r["model_vs_library"] > 1 for r in rows)
+        text += (f"\n## Model vs seed library\n\nThe model's kernel beats the library's on {wins} of {len(rows)} "
+                 f"shapes (geomean {geomean([r['model_vs_library'] for r in rows]):.3f}x).\n\n"
+                 "| shape | model µs | library µs | model vs library | model vs best baseline |\n"
+                 "|---|---:|---:|---:|---:|\n")
+        text += "".join(f"| {r['problem']} | {r['model_us']:.1f} | {r['library_us']:.1f} | "
+                        f"{r['model_vs_library']:.3f} | {r['model_vs_best'] or 0:.3f} |\n" for r in rows)
+    return text
+
+
+def bench_metrics(settings: BenchSettings, results: dict, wall_s: float) -> dict:
+    def speedups(role: str, sampled_only: bool = False) -> list[float]:
+        return [pr["candidates"][role]["speedup_vs_best"] for pr in results["problems"]
+                if pr["candidates"].get(role, {}).get("speedup_vs_best") and (pr.get("sampled") or not sampled_only)]
+
+    rows = model_vs_library(results)
+    statuses = {role: {} for role in ROLES}
+    for pr in results["problems"]:
+        for role, r in pr["candidates"].items():
+            statuses[role][r.get("status", "?")] = statuses[role].get(r.get("status", "?"), 0) + 1
+    gpu = bool(results.get("gpu_run"))
+    return {
+        "stage": "bench", "settings": asdict(settings), "gpu_run": gpu, "timed": gpu,
+        "note": "" if gpu else "compiled, not run: no GPU, so nothing was timed",
+        "problems": len(results["problems"]),
+        "shapes_with_model_kernel": sum(bool(pr.get("sampled")) for pr in results["problems"]),
+        "statuses": statuses,
+        "geomean_model_vs_best_baseline": geomean(speedups("model")),
+        "geomean_library_vs_best_baseline": geomean(speedups("library")),
+        "geomean_model_vs_library": geomean([r["model_vs_library"] for r in rows]),
+        "share_model_beats_library": (sum(r["model_vs_library"] > 1 for r in rows) / len(rows)) if rows else None,
+        "wall_s": wall_s,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m stages.bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", required=True,
+                    help="YAML with the bench settings, or an experiment config with a 'bench:' section")
+    ap.add_argument("--samples", required=True, help="sample stage folder (best.json, best/<shape key>.cu)")
+    ap.add_argument("--library", required=True, help="tune stage folder (table.json, kernels/)")
+    ap.add_argument("--out", required=True, help="output folder: results.json, summary.md, metrics.json")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="override one setting (value parsed as YAML); repeatable")
+    ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    settings = build_dataclass(BenchSettings, load_stage_config(args.config, "bench", args.overrides), "bench")
+    t0 = time.time()
+    out = Path(args.out)
+    (out / "metrics.json").unlink(missing_ok=True)
+    results = run(settings, args.samples, args.library, progress=not args.no_progress)
+    write_json(out / "results.json", results)
+    atomic_write_text(out / "summary.md", summary_markdown(results))
+    metrics = bench_metrics(settings, results, time.time() - t0)
+    write_metrics(out, metrics)
+    print(f"bench: {metrics['problems']} shapes, {metrics['shapes_with_model_kernel']} with a model kernel"
+          f"{'' if metrics['timed'] else ' (compiled, not run: nothing timed)'} -> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,48 @@
+"""Stage: the report (HTML and Markdown) over every stage's results; see hgemm/report/.
+
+    python -m stages.report --config configs/default.yaml --corpus results/corpus --pretrain results/pretrain \
+        --rl-general results/rl_general --rl-hgemm results/rl_hgemm --tune results/tune --bench results/bench \
+        --out results/report
+
+Every input is optional: a missing folder or file becomes a "not available" section. Without a GPU
+run the report says at the top that nothing was timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from hgemm.report import ReportSettings, build_report
+from hgemm.report.inputs import ReportInputs
+from stages.common import build_dataclass, load_stage_config, write_metrics
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m stages.report", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", required=True,
+                    help="YAML with the report settings, or an experiment config with a 'report:' section")
+    ap.add_argument("--corpus", help="corpus stage folder (stats.json, stats.md)")
+    ap.add_argument("--pretrain", help="pretrain stage folder (metrics.json)")
+    ap.add_argument("--rl-general", dest="rl_general", help="rl_general stage folder (curves.json, metrics.json)")
+    ap.add_argument("--rl-hgemm", dest="rl_hgemm", help="rl_hgemm stage folder (curves.json, metrics.json)")
+    ap.add_argument("--tune", help="tune stage folder (metrics.json)")
+    ap.add_argument("--bench", help="bench stage folder (results.json), or any `hgemm bench` results file")
+    ap.add_argument("--out", required=True, help="output folder: report.html, report.md, figures/, metrics.json")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="override one setting (value parsed as YAML); repeatable")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    settings = build_dataclass(ReportSettings, load_stage_config(args.config, "report", args.overrides), "report")
+    inputs = ReportInputs(args.corpus, args.pretrain, args.rl_general, args.rl_hgemm, args.tune, args.bench)
+    summary = build_report(inputs, settings, args.out)
+    write_metrics(args.out, {"stage": "report", **summary})
+    print(f"report: {'timed' if summary['timed'] else 'NOTHING TIMED'}, {summary['figures']} figures, "
+          f"{summary['not_available']} parts not available -> {args.out}/report.html", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,357 @@
+"""Stage 3: HGEMM-specialised GRPO over the size/batch grid, with a held-out set and contrastive prompts.
+
+    python -m stages.rl_hgemm --config configs/sections/rl_hgemm.yaml --model results/rl_general \
+        --library results/library --work work/rl_hgemm --out results/rl_hgemm
+
+Shapes. The grid (a grid YAML path or an inline grid) is split into held-out shapes (listed in the
+config, plus a deterministic hash-based fraction) and training shapes. Held-out shapes are written to
+--out/heldout.json and are never prompted, judged or shown as context here. Training shapes are
+grouped into buckets by shape class, layout and size (log2 of the cube root of M*N*K*batch).
+
+Prompts. One training shape per prompt, with contrastive context as in CUDA-L1: the best kernel and a
+few weaker ones for the nearest shapes, from the kernel database (this run's verified kernels) and the
+seed library in --library, each shown with its measured speedup over the strongest baseline. The
+context is rebuilt whenever a prompt is drawn, so it improves as training finds faster kernels; it is
+trimmed (weakest first) to fit grpo.max_prompt_length.
+
+Reward. A completion is judged on its shape and up to two more of its bucket: a verified kernel earns
+the clipped log of the geometric-mean speedup over the strongest baseline; failures are negative by
+class; a speedup above reward.recheck_above is re-judged on fresh inputs and the lower kept
+(training/rewards.py).
+
+Writes to --out: model + tokenizer, kernels.sqlite, best_kernels/ (best verified kernel per training
+shape, <problem_key>.cu, and index.json), curves.json, heldout.json, metrics.json (last).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from hgemm.problem import Problem, load_grid
+from stages.common import build_dataclass, guard_resume, load_stage_config, write_json, write_metrics
+
+STAGE = "rl_hgemm"
+
+
+@dataclass
+class ShapeSettings:
+    """The `shapes:` section: the grid, the hold-out rule and the bucketing."""
+
+    grid: str | dict = "configs/grids/default.yaml"  # a grid YAML path, or an inline {groups: [...]}
+    heldout_keys: list[str] = field(default_factory=list)  # problem keys always held out
+    heldout_fraction: float = 0.2  # plus this share of the grid, chosen by a hash of the key
+    heldout_salt: str = "rl_hgemm-heldout-v1"  # change it to draw a different held-out set
+    classes: list[str] | None = None  # train only these shape classes (null: all)
+    max_gflop: float | None = None  # skip training shapes above this many GFLOP (keeps steps short)
+    shapes_per_reward: int = 3  # the prompt's shape plus bucket mates it is also judged on
+    repeats: int = 4  # each training shape appears this many times per pass over the dataset
+
+
+@dataclass
+class ContextSettings:
+    """The `context:` section: the contrastive examples in each prompt."""
+
+    examples: int = 3  # the best kernel plus examples - 1 weaker ones
+    nearby_shapes: int = 4  # how many nearest shapes to take kernels from
+    use_library: bool = True
+    prompt_arch: str = "sm_90a"
+
+
+# ------------------------------------------------------------------------------ shapes
+
+def is_heldout(problem: Problem, s: ShapeSettings) -> bool:
+    """Deterministic: the same key, salt and fraction always give the same answer, on any machine."""
+    if problem.key in s.heldout_keys:
+        return True
+    h = int.from_bytes(hashlib.sha256(f"{s.heldout_salt}:{problem.key}".encode()).digest()[:8], "big")
+    return h / 2**64 < s.heldout_fraction
+
+
+def bucket_of(problem: Problem) -> str:
+    size = round(math.log2((problem.M * problem.N * problem.K * problem.batch) ** (1 / 3)))
+    return f"{problem.shape_class}/{problem.layout}/s{size}"
+
+
+def split_grid(s: ShapeSettings, root: Path = Path(".")) -> tuple[list[Problem], list[Problem]]:
+    """(training shapes, held-out shapes). Held-out is decided over the whole grid, before the class
+    and size filters, so it does not move when those change."""
+    grid = s.grid if isinstance(s.grid, dict) else root / s.grid
+    problems = load_grid(grid)
+    unknown = set(s.heldout_keys) - {p.key for p in problems}
+    if unknown:
+        raise ValueError(f"rl_hgemm.shapes.heldout_keys: not in the grid: {sorted(unknown)}")
+    heldout = [p for p in problems if is_heldout(p, s)]
+    train = [p for p in problems if not is_heldout(p, s)
+             and (s.classes is None or p.shape_class in s.classes)
+             and (s.max_gflop is None or p.flops / 1e9 <= s.max_gflop)]
+    if not train:
+        raise ValueError("rl_hgemm.shapes leaves no training shape (hold-out, classes and max_gflop took them all)")
+    return train, heldout
+
+
+def buckets(train: list[Problem]) -> dict[str, list[Problem]]:
+    out: dict[str, list[Problem]] = {}
+    for p in train:
+        out.setdefault(bucket_of(p), []).append(p)
+    return out
+
+
+def reward_shapes(problem: Problem, bucket: list[Problem], n: int) -> list[Problem]:
+    """The prompt's shape first, then its nearest bucket mates: a kernel is rewarded for being fast
+    across its bucket, not on one shape."""
+    from training.kerneldb import shape_distance
+
+    mates = sorted((p for p in bucket if p != problem), key=lambda p: (shape_distance(problem, p.key), p.key))
+    return [problem] + mates[: max(0, n - 1)]
+
+
+# ------------------------------------------------------------------------------ contrastive context
+
+def load_library(folder: str | Path | None) -> dict[str, tuple[str, float]]:
+    """problem_key -> (kernel text, speedup_vs_best) from a seed library folder (table.json +
+    kernels/<name>.cu). Missing folder, table or kernel files: those entries are simply absent."""
+    if not folder:
+        return {}
+    folder = Path(folder)
+    table_path = folder / "table.json"
+    if not table_path.is_file():
+        return {}
+    table = json.loads(table_path.read_text())
+    out = {}
+    for key, entry in (table.get("entries") or {}).items():
+        path = folder / "kernels" / f"{entry.get('kernel')}.cu"
+        speedup = entry.get("speedup_vs_best")
+        if path.is_file() and isinstance(speedup, (int, float)) and speedup > 0:
+            out[key] = (path.read_text(), float(speedup))
+    return out
+
+
+class ContrastivePrompts:
+    """Builds each prompt when it is drawn: the problem plus the best and some weaker kernels for
+    nearby shapes. Used as a datasets transform, so the DB's newest kernels reach the next prompts."""
+
+    def __init__(self, db, library: dict[str, tuple[str, float]], heldout: set[str], settings: ContextSettings,
+                 tokenizer, max_prompt_length: int):
+        from training.grpo import prompt_prefix
+
+        self.db = db
+        self.library = {k: v for k, v in library.items() if k not in heldout}  # held-out shapes stay unseen
+        self.heldout = heldout
+        self.s = settings
+        self.tokenizer = tokenizer
+        self.max_prompt_length = max_prompt_length
+        self.prefix = prompt_prefix(tokenizer)
+
+    def examples(self, problem: Problem) -> list[tuple[str, float]]:
+        """(text, speedup) pairs, weakest first, best last (closest to where the answer starts)."""
+        from training.kerneldb import shape_distance
+
+        pool: dict[str, tuple[str, float]] = {}  # text -> (text, speedup); the best measurement per text
+
+        def add(text: str, speedup: float) -> None:
+            if text not in pool or speedup > pool[text][1]:
+                pool[text] = (text, speedup)
+
+        for row in self.db.nearby(problem, self.s.nearby_shapes, exclude=self.heldout):
+            add(row["text"], row["speedup_vs_best"])
+        for row in self.db.top_k(problem.key, self.s.examples):
+            add(row["text"], row["speedup_vs_best"])
+        if self.s.use_library and self.library:
+            near = sorted((d, k) for k in self.library if (d := shape_distance(problem, k)) is not None)
+            for _, key in near[: self.s.nearby_shapes]:
+                add(*self.library[key])
+        ranked = sorted(pool.values(), key=lambda ts: -ts[1])
+        if not ranked or self.s.examples < 1:
+            return []
+        rest = ranked[1:]
+        want = min(len(rest), self.s.examples - 1)
+        # weaker examples spread over the rest, so the contrast spans good to poor
+        picks = [rest[round(i * (len(rest) - 1) / max(1, want - 1))] for i in range(want)] if want else []
+        chosen = list(dict.fromkeys([ranked[0], *picks]))
+        return sorted(chosen, key=lambda ts: ts[1])
+
+    def prompt(self, problem: Problem) -> tuple[str, int]:
+        """The prompt text and how many context examples it kept."""
+        from training.grpo import prompt_tokens
+        from training.prompts import format_problem_prompt
+
+        context = self.examples(problem)
+        while True:
+            text = self.prefix + format_problem_prompt(problem, context=context or None, arch=self.s.prompt_arch)
+            if prompt_tokens(self.tokenizer, text) <= self.max_prompt_length or not context:
+                return text, len(context)
+            context = context[1:]  # drop the weakest first
+
+    def __call__(self, batch: dict) -> dict:
+        from training.rewards import problems_from_json
+
+        batch = dict(batch)
+        prompts, kept = [], []
+        for problems in batch["problems"]:
+            text, n = self.prompt(problems_from_json(problems)[0])
+            prompts.append(text)
+            kept.append(n)
+        batch["prompt"] = prompts
+        batch["context_examples"] = kept
+        return batch
+
+
+def build_dataset(train: list[Problem], shape_settings: ShapeSettings):
+    from datasets import Dataset
+
+    from training.rewards import problems_to_json
+
+    groups = buckets(train)
+    rows = []
+    for p in train:
+        shapes = reward_shapes(p, groups[bucket_of(p)], shape_settings.shapes_per_reward)
+        rows.append({"problems": problems_to_json(shapes), "problem_key": p.key, "shape_class": p.shape_class,
+                     "bucket": bucket_of(p)})
+    return Dataset.from_list(rows * max(1, shape_settings.repeats))
+
+
+# ------------------------------------------------------------------------------ outputs
+
+def write_best_kernels(db, train: list[Problem], library: dict, folder: Path) -> dict:
+    """best_kernels/<key>.cu for every training shape with a verified kernel, index.json with speedups
+    and the library's speedup on the same shape; returns the summary for metrics.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    best = db.best_per_key(STAGE)
+    index, beats, compared = {}, 0, 0
+    for p in train:
+        row = best.get(p.key)
+        if not row:
+            continue
+        (folder / f"{p.key}.cu").write_text(row["text"])
+        lib = library.get(p.key)
+        entry = {"sha": row["sha"], "speedup_vs_best": row["speedup_vs_best"],
+                 "speedup_vs_cublas": row["speedup_vs_cublas"], "time_us": row["time_us"],
+                 "library_speedup_vs_best": lib[1] if lib else None}
+        if lib:
+            compared += 1
+            beats += row["speedup_vs_best"] > lib[1]
+        index[p.key] = entry
+    write_json(folder / "index.json", index)
+    speedups = [e["speedup_vs_best"] for e in index.values()]
+    return {
+        "training_shapes": len(train),
+        "shapes_with_verified_kernel": len(index),
+        "geomean_best_speedup": math.exp(sum(map(math.log, speedups)) / len(speedups)) if speedups else None,
+        "shapes_compared_with_library": compared,
+        "share_beating_library": beats / compared if compared else None,
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"python -m stages.{STAGE}", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", required=True,
+                   help="YAML with shapes/context/judge/reward/grpo sections, or an experiment config with an 'rl_hgemm' section")
+    p.add_argument("--model", required=True, help="model folder to start from (stages.rl_general's --out)")
+    p.add_argument("--library", default=None,
+                   help="seed library folder (table.json + kernels/<name>.cu) for contrastive context; may be missing or empty")
+    p.add_argument("--work", required=True, help="resumable state: checkpoints, TensorBoard logs, the kernel DB while training")
+    p.add_argument("--out", required=True,
+                   help="output folder: model + tokenizer, kernels.sqlite, best_kernels/, curves.json, heldout.json, metrics.json (last)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one setting, e.g. --set grpo.max_steps=5 (repeatable; value parsed as YAML)")
+    return p
+
+
+def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, out_dir: str) -> dict:
+    import torch
+
+    from training.grpo import GRPOSettings, JudgeSettings, compare_phases, load_policy, resume_key, train_grpo
+    from training.kerneldb import KernelDB
+    from training.pretrain import environment
+    from training.rewards import KernelReward, RewardSettings, class_rewards
+
+    wall_start = time.perf_counter()
+    sections = {"shapes", "context", "judge", "reward", "grpo"}
+    unknown = sorted(set(config) - sections)
+    if unknown:
+        raise ValueError(f"rl_hgemm config: unknown section(s) {unknown}; known: {sorted(sections)}")
+    shape_cfg = build_dataclass(ShapeSettings, config.get("shapes") or {}, "rl_hgemm.shapes")
+    context_cfg = build_dataclass(ContextSettings, config.get("context") or {}, "rl_hgemm.context")
+    judge_cfg = build_dataclass(JudgeSettings, config.get("judge") or {}, "rl_hgemm.judge")
+    reward_cfg = build_dataclass(RewardSettings, config.get("reward") or {}, "rl_hgemm.reward")
+    grpo_cfg = build_dataclass(GRPOSettings, config.get("grpo") or {}, "rl_hgemm.grpo")
+
+    train, heldout = split_grid(shape_cfg)
+    heldout_keys = {p.key for p in heldout}
+    assert not heldout_keys & {p.key for p in train}
+    out = Path(out_dir)
+    (out / "metrics.json").unlink(missing_ok=True)
+    write_json(out / "heldout.json", {
+        "rule": {"keys": shape_cfg.heldout_keys, "fraction": shape_cfg.heldout_fraction, "salt": shape_cfg.heldout_salt},
+        "heldout": [p.to_dict() | {"key": p.key} for p in heldout],
+        "train": [p.to_dict() | {"key": p.key, "bucket": bucket_of(p)} for p in train],
+    })
+    resumable = guard_resume(work_dir, resume_key(grpo_cfg, model=str(Path(model_dir).resolve()),
+                                                  shapes=asdict(shape_cfg), reward=asdict(reward_cfg)))
+    model, tokenizer = load_policy(model_dir)
+    library = load_library(library_dir)
+    db = KernelDB(Path(work_dir) / "kernels.sqlite")
+    prompts = ContrastivePrompts(db, library, heldout_keys, context_cfg, tokenizer, grpo_cfg.max_prompt_length)
+    dataset = build_dataset(train, shape_cfg).with_transform(prompts)
+
+    judge = judge_cfg.make_judge()
+    reward = KernelReward(judge, db, reward_cfg, STAGE)
+    try:
+        summary = train_grpo(model, tokenizer, reward, dataset, grpo_cfg, work_dir, resumable,
+                             curves_path=out / "curves.json")
+        trainer = summary.pop("trainer")
+        trainer.save_model(str(out))
+        tokenizer.save_pretrained(str(out))
+    finally:
+        reward.close()
+        judge.close()
+
+    trained_on = db.problem_keys(STAGE)
+    leaked = sorted(trained_on & heldout_keys)
+    if leaked:  # cannot happen by construction; checked because a leak would void the held-out table
+        raise RuntimeError(f"held-out shapes were judged during training: {leaked[:5]}")
+    curves = json.loads((out / "curves.json").read_text())
+    best = write_best_kernels(db, train, library, out / "best_kernels")
+    sample_prompt, kept = prompts.prompt(train[0])
+    metrics = {
+        "stage": STAGE,
+        "reward_scope": "parse+compile+verify+time vs the strongest baseline (GPU)" if judge.gpu else
+                        "parse+compile only: no GPU here, nothing was run, verified or timed",
+        "timed": bool(judge.gpu),
+        "phases": compare_phases(curves),
+        "best_kernels": best,
+        "status_counts": db.status_counts(STAGE),
+        "evaluations": db.count(STAGE),
+        "shapes": {"train": len(train), "heldout": len(heldout), "buckets": len(buckets(train)),
+                   "shapes_judged": len(trained_on)},
+        "context": {"library_entries": len(library), "library_dir": library_dir,
+                    "example_prompt_context_kept": kept, "example_prompt_tokens": len(tokenizer(sample_prompt)["input_ids"])},
+        "class_rewards": class_rewards(reward_cfg),
+        "train": summary,
+        "wall_time_s": time.perf_counter() - wall_start,
+        "environment": environment() | {"cuda_available": torch.cuda.is_available()},
+        "config": config,
+    }
+    db.copy_to(out / "kernels.sqlite")
+    db.close()
+    write_metrics(out, metrics)
+    return metrics
+
+
+def main(argv=None) -> None:
+    args = build_parser().parse_args(argv)
+    config = load_stage_config(args.config, STAGE, args.set)
+    metrics = run(config, args.model, args.library, args.work, args.out)
+    print(json.dumps({k: metrics[k] for k in ("reward_scope", "phases", "best_kernels", "status_counts", "wall_time_s")},
+                     indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""The library's dispatch rules, on the CPU: exact, nearest tuned shape, fallback, layout filtering."""
+
+import json
+import logging
+
+import pytest
+import torch
+
+from conftest import ROOT
+from hgemm.library import Library, matmul
+from hgemm.problem import Problem
+
+NAIVE = (ROOT / "kernels_corpus/reference/naive.cu").read_text()
+MMA = (ROOT / "kernels_corpus/reference/mma_sync.cu").read_text()
+
+
+@pytest.fixture
+def library(tmp_path):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "generic.cu").write_text(NAIVE)
+    (tmp_path / "kernels" / "big.cu").write_text(MMA)
+    (tmp_path / "kernels" / "nn_only.cu").write_text(MMA.replace("layouts: NN, TN", "layouts: NN"))
+    table = {"fallback": "generic", "entries": {
+        Problem(4096, 4096, 4096).key: {"kernel": "big"},
+        Problem(16, 4096, 4096).key: {"kernel": "nn_only"},
+    }}
+    (tmp_path / "table.json").write_text(json.dumps(table))
+    return Library(tmp_path)
+
+
+def test_exact_hit(library):
+    choice = library.lookup(Problem(4096, 4096, 4096))
+    assert (choice.name, choice.how) == ("big", "exact")
+
+
+def test_nearest_tuned_shape(library):
+    choice = library.lookup(Problem(24, 4000, 4100))
+    assert choice.name == "nn_only" and choice.how.startswith("nearest b1_m16_n4096_k4096")
+    assert library.lookup(Problem(3000, 5000, 4096)).name == "big"
+
+
+def test_layout_the_kernel_lacks_is_skipped(library):
+    choice = library.lookup(Problem(16, 4096, 4096, 1, "TN"))
+    assert choice.name != "nn_only"
+
+
+def test_fallback_when_nothing_fits(tmp_path):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "generic.cu").write_text(NAIVE)
+    (tmp_path / "table.json").write_text(json.dumps({"fallback": "generic", "entries": {}}))
+    choice = Library(tmp_path).lookup(Problem(7, 9, 11, 2, "TN"))
+    assert (choice.name, choice.how) == ("generic", "fallback")
+
+
+def test_unserved_inputs_fall_back_to_torch_with_a_reason(library, caplog):
+    a, b = torch.randn(8, 16), torch.randn(16, 4)
+    with caplog.at_level(logging.INFO, logger="hgemm.library"):
+        out = matmul(a, b, library)
+    assert torch.allclose(out, a @ b)
+    assert "falls back to torch.matmul" in caplog.text and "dtypes" in caplog.text

@@ -1,0 +1,113 @@
+"""The report: rendered from the committed H200 bench file (timed) and from a CPU-only bench (nothing
+timed, said at the top), with RL curves and corpus stats, and with inputs missing."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from hgemm.report.tables import curve_keys, first_last_table, shape_row
+from stages import report as report_stage
+
+ROOT = Path(__file__).parents[1]
+FIXTURE = ROOT / "benchmarks" / "harness" / "honest_default.json"
+CORPUS_STATS = ROOT / "benchmarks" / "corpus"
+pytest.importorskip("matplotlib")
+
+
+def _config(tmp_path) -> str:
+    path = tmp_path / "report.yaml"
+    path.write_text("report:\n  title: Test report\n  max_heatmap_panels: 4\n")
+    return str(path)
+
+
+def _curves(folder: Path, n: int = 50) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"step": i, "reward_mean": -1 + i / n, "compile_rate": i / n, "correct_rate": i / (2 * n),
+             "speedup_geomean": 0.5 + i / n, "loss": 1.0} for i in range(n)]
+    (folder / "curves.json").write_text(json.dumps(rows))
+
+
+def _cpu_results() -> dict:
+    """The fixture as a CPU-only run would leave it: compiled, no baselines, no timings."""
+    data = json.loads(FIXTURE.read_text())
+    data["gpu_run"] = False
+    data["env"]["gpus"] = []
+    for pr in data["problems"]:
+        pr["candidates"] = {name: {"status": "compiled"} for name in pr["candidates"]}
+        for key in ("baselines", "best_baseline", "best_baseline_us"):
+            pr.pop(key, None)
+    return data
+
+
+def test_report_from_h200_fixture(tmp_path):
+    _curves(tmp_path / "rl_hgemm")
+    out = tmp_path / "report"
+    assert report_stage.main(["--config", _config(tmp_path), "--bench", str(FIXTURE), "--corpus", str(CORPUS_STATS),
+                              "--rl-hgemm", str(tmp_path / "rl_hgemm"), "--rl-general", str(tmp_path / "none"),
+                              "--out", str(out)]) == 0
+    html = (out / "report.html").read_text()
+    md = (out / "report.md").read_text()
+    assert "nothing was timed" not in html.lower() and "nothing was timed" not in md.lower()
+    # the per-shape table: every baseline, the strongest, speedups; one row per problem
+    for header in ("cublas µs", "cublaslt_tuned µs", "pad8_cublas µs", "strongest baseline", "speedup vs strongest",
+                   "speedup vs cuBLAS", "TFLOP/s"):
+        assert header in md, header
+    assert md.count("| b1_m4096_n4096_k4096_TN |") == 1 and "| b256_m1024_n1024_k1024_NN |" in md
+    # heatmaps, throughput/roofline, rl_hgemm curves: three figures, embedded in HTML, files for Markdown
+    assert html.count("data:image/png;base64,") == 3
+    assert sorted(p.name for p in (out / "figures").iterdir()) == [
+        "curves_rl_hgemm.png", "speedup_heatmaps.png", "tflops_vs_size.png"]
+    assert "first 20%" in md and "reward_mean" in md and "correct_rate" in md
+    assert "Not available: no rl_general curves.json" in md  # a missing input is a section, not a crash
+    assert "888 documents" in md and "nvidia-cutlass" in md  # corpus statistics
+    assert "NVIDIA H200" in md and "580.159.04" in md  # environment
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["timed"] is True and metrics["figures"] == 3
+
+
+def test_report_cpu_only_says_nothing_was_timed_first(tmp_path):
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "results.json").write_text(json.dumps(_cpu_results()))
+    out = tmp_path / "report"
+    assert report_stage.main(["--config", _config(tmp_path), "--bench", str(bench), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    # the banner comes before any section
+    assert re.search(r"\A# Test report\n\n> \*\*Nothing was timed", md)
+    assert html.index("class='banner'") < html.index("<h2>")
+    assert "Nothing was timed" in html
+    assert "| shape | class | mma_sync status | naive status | smem_tiled status |" in md
+    assert md.count("| compiled | compiled | compiled |") == len(_cpu_results()["problems"])
+    assert "data:image/png" not in html and not (out / "figures").exists()
+    assert json.loads((out / "metrics.json").read_text())["timed"] is False
+
+
+def test_report_with_nothing_at_all(tmp_path):
+    out = tmp_path / "report"
+    assert report_stage.main(["--config", _config(tmp_path), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "Nothing was timed" in md and md.count("Not available") >= 4
+
+
+def test_shape_row_prefers_the_model_and_compares_with_the_library():
+    pr = copy.deepcopy(json.loads(FIXTURE.read_text())["problems"][5])  # 4096^3
+    cands = pr["candidates"]
+    pr["candidates"] = {"model": cands["mma_sync"], "library": cands["smem_tiled"], "other": cands["naive"]}
+    row = shape_row(pr)
+    assert row["kernel"] == "model" and row["time_us"] == cands["mma_sync"]["time_us"]
+    assert row["vs_library"] == pytest.approx(cands["smem_tiled"]["time_us"] / cands["mma_sync"]["time_us"])
+    assert row["best_baseline"] == pr["best_baseline"] and "cublas" in row["baselines_us"]
+
+
+def test_curve_groups_and_first_last():
+    curves = [{"step": i, "reward": float(i), "compile_rate": 0.5, "kl": 0.1} for i in range(10)]
+    groups = curve_keys(curves)
+    assert groups == {"reward": ["reward"], "compile": ["compile_rate"]}
+    headers, cells = first_last_table(curves, ["reward"])
+    assert cells == [["reward", "0.500", "8.500"]]

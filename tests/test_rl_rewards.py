@@ -1,0 +1,171 @@
+"""Rewards: class ordering, clipping, the re-check of implausible speedups, timeouts, the CPU
+(compile-only) path, and the TRL reward-function contract. Kernels are really parsed and compiled by
+KernelJudge; only the GPU pool's answer is faked where a test needs a GPU verdict."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+
+import pytest
+
+from hgemm.compile import find_nvcc
+from hgemm.judge import KernelJudge
+from hgemm.problem import Problem
+from training.kerneldb import KernelDB
+from training.prompts import END_TOKEN
+from training.rewards import (
+    KernelReward,
+    RewardSettings,
+    class_rewards,
+    lower_verdict,
+    needs_recheck,
+    problems_from_json,
+    problems_to_json,
+    verdict_reward,
+)
+
+ROOT = Path(__file__).parents[1]
+NAIVE = (ROOT / "kernels_corpus" / "reference" / "naive.cu").read_text()
+BROKEN = NAIVE.replace("const int col", "const int col = ;", 1)  # parses, fails to compile
+needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="nvcc not available")
+
+
+class FakePool:
+    """Stands in for hgemm.pool.EvaluationPool: answers each candidate with the next canned result."""
+
+    def __init__(self, results: list[dict]):
+        self.results = list(results)
+        self.calls = 0
+
+    def run(self, jobs):
+        self.calls += 1
+        outs = []
+        for problem, entries in jobs:
+            cands = {}
+            for e in entries:
+                r = dict(self.results.pop(0) if len(self.results) > 1 else self.results[0])
+                if r.get("speedup_vs_best"):
+                    r.setdefault("time_us", 10.0 / r["speedup_vs_best"])
+                cands[e.name] = r
+            outs.append({"candidates": cands, "best_baseline": "cublas", "best_baseline_us": 10.0})
+        return outs
+
+    def close(self):
+        pass
+
+
+def gpu_judge(results: list[dict]) -> tuple[KernelJudge, FakePool]:
+    judge = KernelJudge(gpu=True)
+    judge._pool = FakePool(results)  # the only fake: what the GPU worker would have measured
+    return judge, judge._pool
+
+
+def reward_fn(judge, tmp_path, **settings) -> KernelReward:
+    return KernelReward(judge, KernelDB(tmp_path / "k.sqlite"), RewardSettings(**settings), "test")
+
+
+def ok(speedup: float) -> dict:
+    return {"status": "ok", "speedup_vs_best": speedup}
+
+
+# ---- pure arithmetic --------------------------------------------------------------------------------
+
+def test_classes_are_ordered_and_speedup_is_a_clipped_log():
+    s = RewardSettings(clip=2.0, step=0.5)
+    r = lambda v: verdict_reward(v, s)  # noqa: E731
+    order = [r({"status": "parse_error"}), r({"status": "compile_error"}), r({"status": "timeout"}),
+             r({"status": "wrong"}), r(ok(0.5)), r(ok(1.0)), r(ok(2.0))]
+    assert order == sorted(order) and len(set(order)) == len(order)
+    for runtime in ("unsupported", "launch_error", "timeout", "crash"):
+        assert r({"status": runtime}) == r({"status": "timeout"})
+    assert r(ok(1.0)) == 0.0 and r(ok(2.0)) == pytest.approx(math.log(2.0))
+    assert r(ok(1e6)) == s.clip and r(ok(1e-9)) == -s.clip
+    assert r(ok(1e-9)) > r({"status": "wrong"})  # the slowest correct kernel still beats a wrong one
+    assert r({"status": "harness_error"}) == r({"status": "wrong"})  # never rewarded for our blind spot
+    assert all(v < 0 for k, v in class_rewards(s).items() if k != "compiled")
+
+
+def test_recheck_rule_keeps_the_lower_result():
+    s = RewardSettings(recheck_above=3.0)
+    assert needs_recheck(ok(3.5), s) and not needs_recheck(ok(2.9), s)
+    assert not needs_recheck(ok(50.0), RewardSettings(recheck_above=None))
+    assert lower_verdict(ok(10.0), ok(1.2))["speedup_vs_best"] == 1.2
+    assert lower_verdict(ok(10.0), {"status": "wrong"})["status"] == "wrong"
+
+
+def test_problem_columns_round_trip():
+    from hgemm.problem import TaskProblem
+
+    ps = [Problem(64, 128, 32, 2, "TN", "edge"), TaskProblem.of("relu_f32", {"n": 1000})]
+    assert problems_from_json(problems_to_json(ps)) == ps
+
+
+# ---- through KernelJudge ------------------------------------------------------------------------------
+
+@needs_nvcc
+def test_cpu_reward_covers_parse_and_compile_and_records_everything(tmp_path):
+    reward = reward_fn(KernelJudge(gpu=False), tmp_path)
+    completions = ["int main() {}", BROKEN + END_TOKEN, NAIVE + END_TOKEN + " trailing junk"]
+    problems = [problems_to_json([Problem(64, 64, 64), Problem(32, 64, 16, 2, "TN")])] * 3
+    logged = {}
+    rewards = asyncio.run(reward(prompts=["p"] * 3, completions=completions, problems=problems,
+                                 problem_key=["b1_m64_n64_k64_NN"] * 3, shape_class=["edge"] * 3,
+                                 log_metric=lambda k, v: logged.__setitem__(k, v)))
+    reward.close()
+    assert rewards[0] < rewards[1] < rewards[2] == RewardSettings().compiled_reward
+    assert logged["kernel/timed"] == 0.0 and "kernel/correct_rate" not in logged
+    assert logged["kernel/parse_rate"] == pytest.approx(2 / 3) and logged["kernel/compile_rate"] == pytest.approx(1 / 3)
+    counts = reward.db.status_counts("test")
+    # one row per failure, one row per judged problem for the compiled kernel
+    assert counts == {"parse_error": 1, "compile_error": 1, "compiled": 2}
+
+
+@needs_nvcc
+def test_gpu_verdicts_are_rewarded_and_rates_logged(tmp_path):
+    judge, pool = gpu_judge([ok(2.0), {"status": "wrong", "error": "mismatch"}])
+    reward = reward_fn(judge, tmp_path, recheck_above=None)
+    rewards, metrics = reward.score([NAIVE, NAIVE.replace("row", "r0w")], [problems_to_json([Problem(64, 64, 64)])] * 2,
+                                    ["b1_m64_n64_k64_NN"] * 2, ["edge"] * 2, step=7)
+    reward.close()
+    assert rewards == [pytest.approx(math.log(2.0)), class_rewards(RewardSettings())["wrong"]]
+    assert metrics["kernel/correct_rate"] == 0.5 and metrics["kernel/speedup_geomean"] == pytest.approx(2.0)
+    best = reward.db.best("b1_m64_n64_k64_NN")
+    assert best["text"] == NAIVE.strip() and best["speedup_vs_best"] == pytest.approx(2.0) and best["time_us"] == pytest.approx(5.0)
+
+
+@needs_nvcc
+def test_implausible_speedup_is_rejudged_and_the_lower_kept(tmp_path):
+    judge, pool = gpu_judge([ok(40.0), ok(1.25)])
+    reward = reward_fn(judge, tmp_path, recheck_above=3.0)
+    rewards, _ = reward.score([NAIVE], [problems_to_json([Problem(64, 64, 64)])], ["k"], ["edge"])
+    reward.close()
+    assert pool.calls == 2
+    assert rewards == [pytest.approx(math.log(1.25))]
+
+
+@needs_nvcc
+def test_timeouts_and_crashes_are_classified_not_raised(tmp_path):
+    judge, _ = gpu_judge([{"status": "timeout", "error": "no progress for 30 s"}, {"status": "crash", "error": "worker died"}])
+    reward = reward_fn(judge, tmp_path)
+    rewards, metrics = reward.score([NAIVE, NAIVE + "\n// variant"], [problems_to_json([Problem(64, 64, 64)])] * 2,
+                                    ["k"] * 2, ["edge"] * 2)
+    reward.close()
+    runtime = class_rewards(RewardSettings())["timeout"]
+    assert rewards == [runtime, runtime]
+    assert metrics["kernel/timeout_rate"] == 0.5 and metrics["kernel/correct_rate"] == 0.0
+
+
+def test_a_harness_exception_becomes_data(tmp_path):
+    class Exploding:
+        gpu = True
+
+        def judge(self, texts, problems):
+            raise RuntimeError("pool went away")
+
+    reward = reward_fn(Exploding(), tmp_path)
+    rewards, _ = reward.score([NAIVE], [problems_to_json([Problem(8, 8, 8)])], ["k"], ["edge"])
+    reward.close()
+    assert rewards == [class_rewards(RewardSettings())["harness_error"]]
+    assert reward.db.status_counts() == {"harness_error": 1}

@@ -1,0 +1,240 @@
+"""The RL stages: hold-out and bucketing, contrastive prompts, config validity, and both stages end to end
+on CPU (a tiny Llama and tokenizer made here, two GRPO steps each, compile-only rewards)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from hgemm.problem import Problem, load_grid
+from stages import rl_general, rl_hgemm
+from stages.common import build_dataclass, load_stage_config
+from stages.rl_hgemm import (
+    ContextSettings,
+    ContrastivePrompts,
+    ShapeSettings,
+    bucket_of,
+    buckets,
+    load_library,
+    reward_shapes,
+    split_grid,
+)
+from training.grpo import GRPOSettings, JudgeSettings
+from training.kerneldb import KernelDB
+from training.model import load_tokenizer
+from training.prompts import SPECIAL_TOKENS, format_problem_prompt
+from training.rewards import RewardSettings
+
+ROOT = Path(__file__).parents[1]
+SECTIONS = ROOT / "configs" / "sections"
+NAIVE = (ROOT / "kernels_corpus" / "reference" / "naive.cu").read_text()
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory) -> str:
+    """A tokenizer and a ~50k-parameter Llama saved in one folder, the way stages.pretrain's --out is."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from kernels_corpus.tasks import load_tasks
+
+    docs = [t.prompt() + t.solution for t in load_tasks()[:8]] + [format_problem_prompt(Problem(64, 64, 64)) + NAIVE]
+    roles = {"bos_token": "<|bos|>", "eos_token": "<|eos|>", "pad_token": "<|pad|>"}
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=800, special_tokens=list(roles.values()) + list(SPECIAL_TOKENS),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    backend.train_from_iterator(docs, trainer=trainer)
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, additional_special_tokens=list(SPECIAL_TOKENS),
+                                  clean_up_tokenization_spaces=False, **roles)
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    path = tmp_path_factory.mktemp("tiny_model")
+    LlamaForCausalLM(config).save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+    return str(path)
+
+
+# ---- shapes ----------------------------------------------------------------------------------------
+
+def test_heldout_is_deterministic_and_never_trained():
+    s = ShapeSettings(grid="configs/grids/default.yaml", heldout_keys=["b1_m4096_n4096_k4096_NN"], heldout_fraction=0.2)
+    train, heldout = split_grid(s, ROOT)
+    again_train, again_heldout = split_grid(s, ROOT)
+    assert [p.key for p in train] == [p.key for p in again_train] and heldout == again_heldout
+    held = {p.key for p in heldout}
+    assert "b1_m4096_n4096_k4096_NN" in held and not held & {p.key for p in train}
+    grid = load_grid(ROOT / "configs/grids/default.yaml")
+    assert len(train) + len(heldout) == len(grid)
+    assert 0.1 < len(heldout) / len(grid) < 0.35  # the hash fraction, roughly
+    groups = buckets(train)
+    for p in train:  # the shapes a completion is judged on: its bucket's, never held out
+        shapes = reward_shapes(p, groups[bucket_of(p)], 3)
+        assert shapes[0] == p and 1 <= len(shapes) <= 3
+        assert all(bucket_of(q) == bucket_of(p) and q.key not in held for q in shapes)
+    # filters shrink training, never the held-out set
+    small_train, small_held = split_grid(ShapeSettings(grid=s.grid, heldout_keys=s.heldout_keys, max_gflop=10,
+                                                       classes=["aligned", "batched_small"]), ROOT)
+    assert small_held == heldout and all(p.flops <= 10e9 and p.shape_class in ("aligned", "batched_small")
+                                         for p in small_train)
+    with pytest.raises(ValueError, match="not in the grid"):
+        split_grid(ShapeSettings(grid=s.grid, heldout_keys=["b1_m3_n3_k3_NN"]), ROOT)
+
+
+def test_buckets_split_by_class_layout_and_size():
+    a, b = Problem(1024, 1024, 1024, 1, "NN", "aligned"), Problem(1100, 1024, 1000, 1, "NN", "aligned")
+    assert bucket_of(a) == bucket_of(b) == "aligned/NN/s10"
+    assert bucket_of(Problem(1024, 1024, 1024, 1, "TN", "aligned")) != bucket_of(a)
+    assert bucket_of(Problem(4096, 4096, 4096, 1, "NN", "aligned")) != bucket_of(a)
+    assert bucket_of(Problem(1024, 1024, 1024, 1, "NN", "llm")) != bucket_of(a)
+
+
+# ---- contrastive prompts ---------------------------------------------------------------------------
+
+def _library(folder: Path, entries: dict[str, tuple[str, str, float]]) -> Path:
+    (folder / "kernels").mkdir(parents=True)
+    table = {"entries": {}, "fallback": "naive"}
+    for key, (name, text, speedup) in entries.items():
+        (folder / "kernels" / f"{name}.cu").write_text(text)
+        table["entries"][key] = {"kernel": name, "time_us": 10.0, "speedup_vs_best": speedup}
+    (folder / "table.json").write_text(json.dumps(table))
+    return folder
+
+
+def test_library_may_be_missing_or_partial(tmp_path):
+    assert load_library(None) == {} and load_library(tmp_path / "absent") == {}
+    lib = _library(tmp_path / "lib", {"b1_m64_n64_k64_NN": ("a", "A()", 0.9)})
+    json.loads((lib / "table.json").read_text())
+    table = json.loads((lib / "table.json").read_text())
+    table["entries"]["b1_m8_n8_k8_NN"] = {"kernel": "missing_file", "speedup_vs_best": 1.0}
+    (lib / "table.json").write_text(json.dumps(table))
+    assert load_library(lib) == {"b1_m64_n64_k64_NN": ("A()", 0.9)}
+
+
+def test_contrastive_prompt_shows_best_and_weaker_kernels_never_heldout(tmp_path, tiny_model_dir):
+    tok = load_tokenizer(tiny_model_dir)
+    target, held = Problem(256, 256, 256, 1, "NN", "aligned"), Problem(512, 512, 512, 1, "NN", "aligned")
+    db = KernelDB(tmp_path / "k.sqlite")
+    for text, speedup, shape in [("kernel_best_db()", 1.8, Problem(256, 256, 512)), ("kernel_mid_db()", 0.9, target),
+                                 ("kernel_poor_db()", 0.2, target)]:
+        db.record("rl_hgemm", 0, shape.key, "aligned", text, {"status": "ok", "speedup_vs_best": speedup}, 0.0, "policy")
+    library = load_library(_library(tmp_path / "lib", {
+        Problem(128, 256, 256).key: ("lib_near", "kernel_library()", 0.6),
+        held.key: ("lib_held", "kernel_heldout_secret()", 9.0),
+    }))
+    prompts = ContrastivePrompts(db, library, {held.key}, ContextSettings(examples=3, nearby_shapes=4), tok, 4096)
+    text, kept = prompts.prompt(target)
+    assert kept == 3 and text.startswith(tok.bos_token)
+    assert "kernel_heldout_secret" not in text and "9.00x" not in text
+    assert "kernel_best_db()" in text and "1.80x" in text
+    # weakest first, best last (right before the answer)
+    shown = [name for name in ("kernel_poor_db", "kernel_library", "kernel_mid_db", "kernel_best_db") if name in text]
+    assert [text.index(n) for n in shown] == sorted(text.index(n) for n in shown) and shown[-1] == "kernel_best_db"
+    # a tight budget drops the weakest examples first and keeps the best
+    bare = len(tok(prompts.prefix + format_problem_prompt(target))["input_ids"])
+    tight = ContrastivePrompts(db, library, {held.key}, ContextSettings(examples=3), tok, bare + 40)
+    text, kept = tight.prompt(target)
+    assert kept < 3 and (kept == 0 or "kernel_best_db()" in text)
+    # the datasets transform fills the prompt column from the problem column
+    from training.rewards import problems_to_json
+
+    row = prompts({"problems": [problems_to_json([target])], "problem_key": [target.key]})
+    assert row["prompt"][0] == prompts.prompt(target)[0] and row["problem_key"] == [target.key]
+    db.close()
+
+
+# ---- configs ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,stage", [("rl_general", "rl_general"), ("rl_general-smoke", "rl_general"),
+                                        ("rl_hgemm", "rl_hgemm"), ("rl_hgemm-smoke", "rl_hgemm")])
+def test_configs_are_valid(name, stage):
+    cfg = load_stage_config(SECTIONS / f"{name}.yaml", stage)
+    grpo = build_dataclass(GRPOSettings, cfg["grpo"], "grpo")
+    build_dataclass(JudgeSettings, cfg["judge"], "judge")
+    build_dataclass(RewardSettings, cfg["reward"], "reward")
+    # TRL needs whole prompt groups in a generation batch
+    assert (grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps) % grpo.num_generations == 0
+    assert grpo.max_train_seconds is not None  # every run is capped in wall time
+    if stage == "rl_general":
+        pairs = rl_general.task_problems(build_dataclass(rl_general.TaskSettings, cfg["tasks"], "tasks"))
+        assert pairs
+    else:
+        train, heldout = split_grid(build_dataclass(ShapeSettings, cfg["shapes"], "shapes"), ROOT)
+        build_dataclass(ContextSettings, cfg["context"], "context")
+        assert train and heldout
+    if not name.endswith("smoke"):
+        assert grpo.bf16 in ("auto", True) and grpo.max_prompt_length + grpo.max_completion_length <= 2048
+
+
+# ---- end to end on CPU ------------------------------------------------------------------------------
+
+def _two_steps(name: str, stage: str) -> dict:
+    cfg = load_stage_config(SECTIONS / f"{name}.yaml", stage,
+                            ["grpo.max_steps=2", "grpo.save_steps=2", "grpo.max_completion_length=24"])
+    return cfg
+
+
+def test_rl_general_end_to_end_and_resume(tmp_path, tiny_model_dir):
+    cfg = _two_steps("rl_general-smoke", "rl_general")
+    cfg["tasks"]["names"] = ["vector_add_f32", "relu_f32"]
+    out, work = tmp_path / "out", tmp_path / "work"
+    metrics = rl_general.run(cfg, tiny_model_dir, str(work), str(out))
+    for f in ("config.json", "model.safetensors", "tokenizer.json", "kernels.sqlite", "curves.json", "metrics.json"):
+        assert (out / f).exists(), f
+    curves = json.loads((out / "curves.json").read_text())
+    assert [r["step"] for r in curves] == [1, 2]
+    assert {"reward", "compile_rate", "parse_rate"} <= set(curves[0])
+    assert metrics["timed"] is False and "parse+compile only" in metrics["reward_scope"]
+    assert metrics["evaluations"] == 2 * 8 and set(metrics["best_per_task"]) == {"vector_add_f32", "relu_f32"}
+    assert metrics["phases"]["reward"]["first"] is not None
+    conn = sqlite3.connect(out / "kernels.sqlite")
+    assert conn.execute("SELECT COUNT(*) FROM evaluations WHERE stage = 'rl_general'").fetchone()[0] == 16
+    # a rerun with the same config resumes from the finished checkpoint instead of training again
+    again = rl_general.run(cfg, tiny_model_dir, str(work), str(out))
+    assert again["train"]["steps_this_run"] == 0 and again["train"]["global_step"] == 2
+
+
+def test_rl_hgemm_end_to_end(tmp_path, tiny_model_dir):
+    cfg = _two_steps("rl_hgemm-smoke", "rl_hgemm")
+    library = _library(tmp_path / "lib", {Problem(256, 256, 256, 1, "NN", "aligned").key: ("naive", NAIVE, 0.05)})
+    out, work = tmp_path / "out", tmp_path / "work"
+    metrics = rl_hgemm.run(cfg, tiny_model_dir, str(library), str(work), str(out))
+    for f in ("model.safetensors", "tokenizer.json", "kernels.sqlite", "curves.json", "heldout.json", "metrics.json",
+              "best_kernels/index.json"):
+        assert (out / f).exists(), f
+    held = {p["key"] for p in json.loads((out / "heldout.json").read_text())["heldout"]}
+    assert "b1_m1024_n1024_k1024_NN" in held
+    conn = sqlite3.connect(out / "kernels.sqlite")
+    judged = {r[0] for r in conn.execute("SELECT DISTINCT problem_key FROM evaluations")}
+    assert judged and not judged & held
+    assert len(json.loads((out / "curves.json").read_text())) == 2
+    assert metrics["shapes"]["heldout"] == len(held) and metrics["context"]["library_entries"] == 1
+
+
+def test_dataset_rows_hold_only_training_shapes_and_best_kernels_are_written(tmp_path):
+    from stages.rl_hgemm import build_dataset, write_best_kernels
+    from training.rewards import problems_from_json
+
+    s = ShapeSettings(grid="configs/grids/smoke.yaml", heldout_keys=["b1_m1024_n1024_k1024_NN"], repeats=2)
+    train, heldout = split_grid(s, ROOT)
+    rows = build_dataset(train, s)
+    assert len(rows) == 2 * len(train)
+    judged = {p.key for r in rows for p in problems_from_json(r["problems"])}
+    assert judged <= {p.key for p in train} and not judged & {p.key for p in heldout}
+
+    db = KernelDB(tmp_path / "k.sqlite")
+    a, b = train[0], train[1]
+    db.record("rl_hgemm", 1, a.key, a.shape_class, "fast()", {"status": "ok", "speedup_vs_best": 1.5, "time_us": 2.0}, 0.4, "policy")
+    db.record("rl_hgemm", 1, b.key, b.shape_class, "slow()", {"status": "ok", "speedup_vs_best": 0.5, "time_us": 9.0}, -0.7, "policy")
+    library = {a.key: ("lib()", 1.2), b.key: ("lib()", 0.9)}
+    summary = write_best_kernels(db, train, library, tmp_path / "best")
+    assert (tmp_path / "best" / f"{a.key}.cu").read_text() == "fast()"
+    index = json.loads((tmp_path / "best" / "index.json").read_text())
+    assert set(index) == {a.key, b.key} and index[a.key]["library_speedup_vs_best"] == 1.2
+    assert summary["shapes_with_verified_kernel"] == 2 and summary["share_beating_library"] == 0.5
+    db.close()

@@ -1,0 +1,157 @@
+"""stages.sample and stages.bench on CPU: held-out parsing, best-of-k choice, the stage CLIs with a tiny
+model and a tiny library, and bench's per-shape contenders (model best + library kernel)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hgemm.problem import Problem
+from stages import bench as bench_stage
+from stages import sample as sample_stage
+from stages.sample import SampleSettings, best_index, evaluation_problems, heldout_problems, run_sample
+from training.prompts import END_TOKEN, SPECIAL_TOKENS
+
+ROOT = Path(__file__).parents[1]
+NAIVE = (ROOT / "kernels_corpus" / "reference" / "naive.cu").read_text()
+SMOKE_GRID = str(ROOT / "configs" / "grids" / "smoke.yaml")
+
+
+def test_heldout_problems_reads_rl_hgemm_format(tmp_path):
+    # the layout stages.rl_hgemm writes: a rule with bare keys, and full problem dicts with their class
+    path = tmp_path / "heldout.json"
+    path.write_text(json.dumps({
+        "rule": {"keys": ["b1_m1024_n1024_k1024_NN"], "fraction": 0.2, "salt": "s"},
+        "heldout": [{"M": 1024, "N": 1024, "K": 1024, "batch": 1, "layout": "NN", "shape_class": "aligned",
+                     "key": "b1_m1024_n1024_k1024_NN"},
+                    {"M": 3, "N": 5, "K": 7, "batch": 2, "layout": "TN", "shape_class": "edge"}],
+        "train": [{"M": 1, "N": 1, "K": 1, "batch": 1, "layout": "NN", "key": "b1_m1_n1_k1_NN"}],
+    }))
+    got = {p.key: p.shape_class for p in heldout_problems(path)}
+    assert got == {"b1_m1024_n1024_k1024_NN": "aligned", "b2_m3_n5_k7_TN": "edge"}  # never a training shape
+    path.write_text(json.dumps(["b1_m8_n8_k8_TN", {"M": 2, "N": 3, "K": 4}]))  # a bare list works too
+    assert [p.key for p in heldout_problems(path)] == ["b1_m8_n8_k8_TN", "b1_m2_n3_k4_NN"]
+    assert heldout_problems(tmp_path / "missing.json") == []
+
+
+def test_evaluation_problems_flag_and_add_heldout():
+    held = [Problem(256, 256, 256, shape_class="aligned"), Problem(3, 5, 7, 2, "TN", "edge")]
+    probs = evaluation_problems(SampleSettings(grid=SMOKE_GRID, classes=["aligned"]), held)
+    assert [(p.key, h) for p, h in probs] == [("b1_m256_n256_k256_NN", True), ("b1_m1024_n1024_k1024_NN", False),
+                                              ("b2_m3_n5_k7_TN", True)]
+
+
+def test_best_index_prefers_fastest_verified_then_first_compiled():
+    assert best_index([{"status": "wrong"}, {"status": "ok", "speedup_vs_best": 0.5},
+                       {"status": "ok", "speedup_vs_best": 1.2}, {"status": "compiled"}]) == 2
+    assert best_index([{"status": "parse_error"}, {"status": "compiled"}, {"status": "compiled"}]) == 1
+    assert best_index([{"status": "parse_error"}, {"status": "compile_error"}]) is None
+
+
+def _fake_generate(prompts, k):
+    # one unparseable completion, then a real kernel followed by the stop token and junk
+    return [["no kernel here", NAIVE + END_TOKEN + " junk"][:k] for _ in prompts]
+
+
+def test_run_sample_on_cpu_keeps_a_compiled_best(tmp_path):
+    held = tmp_path / "heldout.json"
+    held.write_text(json.dumps({"heldout": [{"M": 96, "N": 96, "K": 96, "batch": 1, "layout": "TN"}]}))
+    settings = SampleSettings(grid=SMOKE_GRID, classes=["batched_small"], k=2)
+    m = run_sample(settings, _fake_generate, str(held), str(tmp_path / "sample"))
+    assert m["timed"] is False and "no GPU" in m["note"] and m["correct_rate"] is None
+    assert m["shapes"] == 2 and m["heldout_shapes"] == 1 and m["samples"] == 4
+    assert m["statuses"] == {"parse_error": 2, "compiled": 2} and m["shapes_with_best"] == 2
+    records = [json.loads(line) for line in (tmp_path / "sample" / "samples.jsonl").read_text().splitlines()]
+    assert [r["best"] for r in records] == [False, True, False, True]
+    assert sum(r["heldout"] for r in records) == 2
+    best = json.loads((tmp_path / "sample" / "best.json").read_text())
+    assert set(best) == {"b16_m64_n64_k64_NN", "b1_m96_n96_k96_TN"}
+    text = (tmp_path / "sample" / "best" / "b1_m96_n96_k96_TN.cu").read_text()
+    assert "/*@launch" in text and "junk" not in text
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory) -> str:
+    """A random ~100k-parameter Llama with a byte-level BPE tokenizer that has the format tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    roles = {"bos_token": "<|bos|>", "eos_token": "<|eos|>", "pad_token": "<|pad|>"}
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=list(roles.values()) + list(SPECIAL_TOKENS),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    backend.train_from_iterator([NAIVE] * 3, trainer=trainer)
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, additional_special_tokens=list(SPECIAL_TOKENS),
+                                  clean_up_tokenization_spaces=False, **roles)
+    path = tmp_path_factory.mktemp("model")
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
+                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    LlamaForCausalLM(cfg).save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+    return str(path)
+
+
+def _library(tmp_path) -> Path:
+    """A kernel library as stages.tune leaves it on a CPU: an empty table and the fallback kernel."""
+    lib = tmp_path / "tune"
+    (lib / "kernels").mkdir(parents=True)
+    (lib / "kernels" / "naive_fallback.cu").write_text(NAIVE)
+    (lib / "table.json").write_text(json.dumps({"arch": "sm_90a", "gpu_run": False, "entries": {},
+                                                "fallback": "naive_fallback"}))
+    return lib
+
+
+def test_sample_and_bench_stage_clis_on_cpu(tmp_path, tiny_model_dir):
+    config = tmp_path / "experiment.yaml"
+    config.write_text(yaml.safe_dump({
+        "sample": {"grid": SMOKE_GRID, "classes": ["aligned"], "k": 2, "max_new_tokens": 8, "batch_size": 4},
+        "bench": {"grid": SMOKE_GRID, "classes": ["aligned"], "reps": 1},
+    }))
+    held = tmp_path / "heldout.json"
+    held.write_text(json.dumps({"heldout": [{"M": 96, "N": 96, "K": 96}]}))
+    sample_out = tmp_path / "sample"
+    assert sample_stage.main(["--config", str(config), "--model", tiny_model_dir, "--heldout", str(held),
+                              "--out", str(sample_out)]) == 0
+    m = json.loads((sample_out / "metrics.json").read_text())
+    assert m["samples"] == 6 and m["timed"] is False  # 2 grid shapes + 1 held out, k = 2
+    assert len((sample_out / "samples.jsonl").read_text().splitlines()) == 6
+
+    # A random model writes no kernel; give one shape a model kernel so bench has both contenders.
+    (sample_out / "best").mkdir(exist_ok=True)
+    (sample_out / "best" / "b1_m256_n256_k256_NN.cu").write_text(NAIVE)
+    (sample_out / "best.json").write_text(json.dumps({"b1_m256_n256_k256_NN": {
+        "problem": Problem(256, 256, 256, shape_class="aligned").to_dict(), "heldout": False,
+        "file": "best/b1_m256_n256_k256_NN.cu"}}))
+    bench_out = tmp_path / "bench"
+    assert bench_stage.main(["--config", str(config), "--samples", str(sample_out), "--library",
+                             str(_library(tmp_path)), "--out", str(bench_out), "--no-progress"]) == 0
+    results = json.loads((bench_out / "results.json").read_text())
+    assert results["gpu_run"] is False
+    by_key = {Problem.from_dict(pr["problem"]).key: pr for pr in results["problems"]}
+    assert set(by_key) == {"b1_m256_n256_k256_NN", "b1_m1024_n1024_k1024_NN"}
+    # each shape runs only its own contenders: the model kernel of 256^3 is not run on 1024^3
+    assert set(by_key["b1_m256_n256_k256_NN"]["candidates"]) == {"model", "library"}
+    assert set(by_key["b1_m1024_n1024_k1024_NN"]["candidates"]) == {"library"}
+    assert by_key["b1_m1024_n1024_k1024_NN"]["kernels"]["library_choice"] == "fallback"
+    assert all(c["status"] == "compiled" for pr in results["problems"] for c in pr["candidates"].values())
+    assert "Nothing was timed" in (bench_out / "summary.md").read_text()
+    metrics = json.loads((bench_out / "metrics.json").read_text())
+    assert metrics["timed"] is False and metrics["shapes_with_model_kernel"] == 1
+    assert metrics["statuses"] == {"model": {"compiled": 1}, "library": {"compiled": 2}}
+
+
+def test_bench_without_library_table_still_benches_the_model(tmp_path):
+    samples = tmp_path / "sample"
+    (samples / "best").mkdir(parents=True)
+    (samples / "best" / "b1_m64_n64_k64_NN.cu").write_text(NAIVE)
+    (samples / "best.json").write_text(json.dumps({"b1_m64_n64_k64_NN": {
+        "problem": Problem(64, 64, 64).to_dict(), "file": "best/b1_m64_n64_k64_NN.cu"}}))
+    settings = bench_stage.BenchSettings(grid=SMOKE_GRID, classes=["nothing"], reps=1)
+    results = bench_stage.run(settings, str(samples), str(tmp_path / "no_tune"), progress=False)
+    assert [list(pr["candidates"]) for pr in results["problems"]] == [["model"]]

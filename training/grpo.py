@@ -1,0 +1,312 @@
+"""What both RL stages share: settings, the policy, TRL's GRPOTrainer built from YAML, curves and resume.
+
+A stage supplies a prompt dataset (columns: prompt, problems, problem_key, shape_class) and a reward
+function (training.rewards.KernelReward); `train_grpo` does the rest with TRL's GRPOTrainer: no
+hand-written loop. Checkpoints land in the work folder and a rerun with the same config resumes from
+the last one; TensorBoard logs go to <work>/tensorboard; `curves.json` is rewritten from the trainer's
+log history at every logging step, so it also survives a resume.
+
+TRL 1.16 has no `max_prompt_length`: the stages keep their prompts inside `grpo.max_prompt_length`
+themselves (rl_hgemm drops contrastive examples until the prompt fits; see `prompt_tokens`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from transformers import PreTrainedTokenizerBase, TrainerCallback, set_seed
+from transformers.trainer_utils import get_last_checkpoint
+
+from hgemm.entry import EvalOptions
+from stages.common import write_json
+from training.model import load_causal_lm, load_tokenizer, stop_token_ids
+from training.pretrain import TrainClock, _checkpoint_state
+
+
+@dataclass
+class GRPOSettings:
+    """The `grpo:` section. Names follow trl.GRPOConfig where they map onto it."""
+
+    max_steps: int = 40
+    num_generations: int = 8
+    per_device_train_batch_size: int = 16  # completions per device per step: a multiple of num_generations
+    gradient_accumulation_steps: int = 1
+    steps_per_generation: int | None = None
+    num_iterations: int = 1
+    max_prompt_length: int = 1024  # enforced by the stages (TRL 1.16 dropped the setting)
+    max_completion_length: int = 1024
+    temperature: float = 1.0
+    top_p: float = 1.0
+    learning_rate: float = 1e-6
+    lr_scheduler_type: str = "constant_with_warmup"
+    warmup_steps: int = 0
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    loss_type: str = "dapo"  # grpo | dapo | dr_grpo | bnpo | ...: see trl.GRPOConfig
+    beta: float = 0.0  # KL coefficient; > 0 keeps a reference model in memory
+    epsilon: float = 0.2
+    epsilon_high: float | None = None
+    scale_rewards: str = "group"
+    mask_truncated_completions: bool = False
+    bf16: bool | str = "auto"  # auto: on where the GPU supports it
+    gradient_checkpointing: bool = False
+    optim: str = "auto"
+    logging_steps: int = 1
+    save_steps: int = 20
+    save_total_limit: int = 2
+    eval_steps: int | None = None  # null: no evaluation pass
+    max_train_seconds: float | None = None  # wall-clock cap: stop and checkpoint when passed
+    log_completions: bool = False
+    seed: int = 0
+
+
+# Settings that do not change what a checkpoint means: editing them must not block a resume.
+RESUME_NEUTRAL = ("logging_steps", "save_steps", "save_total_limit", "eval_steps", "max_train_seconds",
+                  "log_completions")
+
+
+@dataclass
+class JudgeSettings:
+    """The `judge:` section: how candidates are evaluated (hgemm.judge.KernelJudge)."""
+
+    gpu: bool | str = "auto"  # auto: time on the GPU when one is visible, else compile only
+    arch: str | None = None  # nvcc target; null: the GPU's, or sm_90a without one
+    compile_workers: int | None = None  # null: all cores
+    verify_timeout_s: float = 30.0  # per candidate: a hang past this is `timeout`
+    timing_timeout_s: float = 120.0  # per problem's timing phase
+    reps: int = 3
+    target_batch_ms: float = 1.0
+    timing_method: str = "spin_batch"
+    baselines: list[str] = field(default_factory=lambda: ["cublas", "cublaslt", "torch"])
+    distributions: list[str] = field(default_factory=lambda: ["normal", "uniform_pos", "small_int"])
+    recheck_sets: int = 4
+
+    def make_judge(self):
+        from hgemm.judge import KernelJudge
+
+        options = EvalOptions(
+            distributions=tuple(self.distributions), reps=self.reps, target_batch_ms=self.target_batch_ms,
+            timing_method=self.timing_method, baselines=tuple(self.baselines), recheck_sets=self.recheck_sets,
+            seed=None,  # fresh inputs on every evaluation: a re-check really is a second opinion
+        )
+        gpu = None if self.gpu == "auto" else bool(self.gpu)
+        return KernelJudge(options, gpu=gpu, arch=self.arch, verify_timeout_s=self.verify_timeout_s,
+                           timing_timeout_s=self.timing_timeout_s, compile_workers=self.compile_workers)
+
+
+def resume_key(grpo: GRPOSettings, **rest) -> dict:
+    return {"grpo": {k: v for k, v in asdict(grpo).items() if k not in RESUME_NEUTRAL}, **rest}
+
+
+# ------------------------------------------------------------------------------ policy and prompts
+
+def load_policy(model_dir: str) -> tuple[torch.nn.Module, PreTrainedTokenizerBase]:
+    """The model a previous stage saved, with its tokenizer; generation stops at eos or `<|end|>`."""
+    tokenizer = load_tokenizer(model_dir)
+    model = load_causal_lm(model_dir, tokenizer)
+    # TRL stops a completion at every eos id the generation config declares
+    model.generation_config.eos_token_id = stop_token_ids(tokenizer)
+    return model, tokenizer
+
+
+def prompt_prefix(tokenizer: PreTrainedTokenizerBase) -> str:
+    """Text to put before every prompt so that TRL's plain tokenisation starts it with bos, as
+    training.model.encode_prompt (and so pretraining) does. Empty when the tokenizer adds bos itself."""
+    if tokenizer.bos_token is None:
+        return ""
+    ids = tokenizer("x")["input_ids"]
+    return "" if ids and ids[0] == tokenizer.bos_token_id else tokenizer.bos_token
+
+
+def prompt_tokens(tokenizer: PreTrainedTokenizerBase, prompt: str) -> int:
+    return len(tokenizer(prompt)["input_ids"])
+
+
+# ------------------------------------------------------------------------------ trainer
+
+def _use_bf16(setting) -> bool:
+    if setting == "auto":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return bool(setting)
+
+
+def _has_tensorboard() -> bool:
+    # transformers refuses report_to=tensorboard without it; a run without curves in TensorBoard still
+    # has curves.json
+    import importlib.util
+
+    return any(importlib.util.find_spec(m) is not None for m in ("tensorboard", "tensorboardX"))
+
+
+def build_grpo_config(s: GRPOSettings, work_dir: str, has_eval: bool = False):
+    from trl import GRPOConfig
+
+    on_gpu = torch.cuda.is_available()
+    logging_dir = str(Path(work_dir) / "tensorboard")
+    os.environ["TENSORBOARD_LOGGING_DIR"] = logging_dir  # where transformers 5.x looks for it
+    kwargs = dict(
+        output_dir=work_dir,
+        report_to=["tensorboard"] if _has_tensorboard() else [],
+        max_steps=s.max_steps,
+        num_generations=s.num_generations,
+        per_device_train_batch_size=s.per_device_train_batch_size,
+        gradient_accumulation_steps=s.gradient_accumulation_steps,
+        steps_per_generation=s.steps_per_generation,
+        num_iterations=s.num_iterations,
+        max_completion_length=s.max_completion_length,
+        temperature=s.temperature,
+        top_p=s.top_p,
+        learning_rate=s.learning_rate,
+        lr_scheduler_type=s.lr_scheduler_type,
+        warmup_steps=s.warmup_steps,
+        weight_decay=s.weight_decay,
+        max_grad_norm=s.max_grad_norm,
+        loss_type=s.loss_type,
+        beta=s.beta,
+        epsilon=s.epsilon,
+        epsilon_high=s.epsilon_high,
+        scale_rewards=s.scale_rewards,
+        mask_truncated_completions=s.mask_truncated_completions,
+        bf16=_use_bf16(s.bf16),
+        gradient_checkpointing=s.gradient_checkpointing,
+        optim=s.optim if s.optim != "auto" else ("adamw_torch_fused" if on_gpu else "adamw_torch"),
+        logging_steps=s.logging_steps,
+        save_strategy="steps",
+        save_steps=s.save_steps,
+        save_total_limit=s.save_total_limit,
+        eval_strategy="steps" if (s.eval_steps and has_eval) else "no",
+        eval_steps=s.eval_steps if has_eval else None,
+        log_completions=s.log_completions,
+        seed=s.seed,
+        dataloader_num_workers=0,  # prompts may be built on the fly from the kernel DB
+        dataloader_pin_memory=on_gpu,
+        disable_tqdm=False,
+    )
+    names = {f.name for f in dataclasses.fields(GRPOConfig)}
+    if "logging_dir" in names:
+        kwargs["logging_dir"] = logging_dir
+    if "activation_checkpointing" in names:  # transformers >= 5.2x renamed it; the old name still works, loudly
+        kwargs["activation_checkpointing"] = kwargs["gradient_checkpointing"]
+    return GRPOConfig(**kwargs)
+
+
+class CurvesCallback(TrainerCallback):
+    """Rewrites curves.json from the trainer's log history at every log (the history is restored on
+    resume, so the file always covers the whole run)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        if state.is_world_process_zero:
+            write_json(self.path, curves_from_history(state.log_history))
+
+
+CURVE_KEYS = {
+    "reward": "reward",
+    "reward_std": "reward_std",
+    "kernel/parse_rate": "parse_rate",
+    "kernel/compile_rate": "compile_rate",
+    "kernel/correct_rate": "correct_rate",
+    "kernel/faster_rate": "faster_rate",
+    "kernel/timeout_rate": "timeout_rate",
+    "kernel/speedup_geomean": "speedup_geomean",
+    "kernel/speedup_max": "speedup_max",
+    "kernel/timed": "timed",
+    "kl": "kl",
+    "entropy": "entropy",
+    "loss": "loss",
+    "learning_rate": "learning_rate",
+    "completions/mean_length": "completion_length",
+    "completions/clipped_ratio": "clipped_ratio",
+}
+
+
+def curves_from_history(log_history: list[dict]) -> list[dict]:
+    """One row per logging step: reward, compile/correct rates, speedup geomean, KL, lengths."""
+    rows = []
+    for entry in log_history:
+        if "reward" not in entry:
+            continue
+        row = {"step": entry.get("step")}
+        row.update({short: entry[k] for k, short in CURVE_KEYS.items() if k in entry and entry[k] is not None})
+        rows.append(row)
+    return rows
+
+
+def compare_phases(curves: list[dict], fraction: float = 0.2) -> dict:
+    """Means of each curve over the first and the last `fraction` of logged steps."""
+    if not curves:
+        return {"steps_logged": 0}
+    n = max(1, math.ceil(len(curves) * fraction))
+    first, last = curves[:n], curves[-n:]
+    out = {"steps_logged": len(curves), "rows_per_phase": n,
+           "first_steps": [first[0]["step"], first[-1]["step"]], "last_steps": [last[0]["step"], last[-1]["step"]]}
+    for key in ("reward", "parse_rate", "compile_rate", "correct_rate", "faster_rate", "speedup_geomean", "kl"):
+        a = [r[key] for r in first if key in r]
+        b = [r[key] for r in last if key in r]
+        if a or b:
+            out[key] = {"first": sum(a) / len(a) if a else None, "last": sum(b) / len(b) if b else None}
+    return out
+
+
+def _check_reference_loadable(model) -> None:
+    """With beta > 0 TRL loads the reference model again from the model folder; if load_policy had to
+    grow the embeddings for our special tokens, that copy would not match the policy. Say so up front."""
+    from transformers import AutoConfig
+
+    saved = AutoConfig.from_pretrained(model.config._name_or_path).vocab_size
+    if saved != model.get_input_embeddings().num_embeddings:
+        raise ValueError(
+            f"{model.config._name_or_path} has {saved} embeddings but its tokenizer needs "
+            f"{model.get_input_embeddings().num_embeddings}: with grpo.beta > 0 the KL reference would not match. "
+            "Start from a stage output (stages.pretrain saves matching model and tokenizer) or set grpo.beta: 0."
+        )
+
+
+def train_grpo(model, tokenizer, reward_func, train_dataset, settings: GRPOSettings, work_dir: str,
+               resumable: bool, curves_path: str | Path, eval_dataset=None) -> dict:
+    """Train (or resume) with TRL's GRPOTrainer; returns a summary. The caller saves the model."""
+    from trl import GRPOTrainer
+
+    set_seed(settings.seed)
+    if settings.beta > 0:
+        _check_reference_loadable(model)
+    last = get_last_checkpoint(work_dir) if resumable and Path(work_dir).is_dir() else None
+    # A run whose last checkpoint already reached max_steps is not trained again (resuming would take
+    # one extra step); its weights come from that checkpoint.
+    finished = last is not None and _checkpoint_state(last).global_step >= settings.max_steps
+    args = build_grpo_config(settings, work_dir, has_eval=eval_dataset is not None)
+    clock = TrainClock(settings.max_train_seconds)
+    if finished:
+        model = load_causal_lm(last, tokenizer)
+        model.generation_config.eos_token_id = stop_token_ids(tokenizer)
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[reward_func],
+        args=args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        processing_class=tokenizer,
+        callbacks=[clock, CurvesCallback(curves_path)],
+    )
+    if finished:
+        trainer.state = _checkpoint_state(last)
+    else:
+        trainer.train(resume_from_checkpoint=last)
+    write_json(curves_path, curves_from_history(trainer.state.log_history))
+    return {
+        "trainer": trainer,
+        "global_step": trainer.state.global_step,
+        "resumed_from": last,
+        "steps_this_run": clock.steps,
+        "step_seconds": clock.step_seconds,
+        "stopped_by_time_budget": clock.stopped_by_budget,
+        "bf16": args.bf16,
+        "generation_batch_size": args.generation_batch_size,
+    }

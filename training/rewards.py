@@ -1,0 +1,228 @@
+"""Rewards for the RL stages: kernel verdicts (hgemm.judge.KernelJudge) to ordered scalar rewards.
+
+Ordering, worst first (each class a fixed `step` below the one above it):
+
+    parse_error < compile_error < runtime failure (unsupported, launch_error, timeout, crash)
+                < wrong < correct but slower (log speedup < 0) < faster (log speedup > 0)
+
+A verified kernel earns clip(log(speedup), -clip, clip), with speedup the geometric mean over the
+problems it was judged on (so the log is averaged); `wrong` sits one step below -clip, so even the
+slowest correct kernel beats any wrong one. `harness_error` (our fault, not the kernel's) is scored
+as `wrong`: a candidate is never rewarded for something we could not verify.
+
+On a machine without a GPU the judge says `compiled` for a kernel that parsed and compiled; it gets
+`compiled_reward` (above every failure), and the logged metrics say the reward covered parse+compile
+only.
+
+`KernelReward` is the TRL reward function: `(prompts, completions, **kwargs) -> list[float]`, async so
+TRL runs it on its event-loop thread; the judging itself runs in an executor thread (compiles on all
+cores, GPU work through the judge's worker pool, whose per-sample timeouts classify hangs), records
+every verdict in the KernelDB, and logs compile/correct/speedup rates through TRL's `log_metric`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from hgemm.problem import Problem, TaskProblem
+from training.kerneldb import KernelDB
+from training.prompts import completion_to_candidate
+
+log = logging.getLogger(__name__)
+
+RUNTIME_FAILURES = ("unsupported", "launch_error", "timeout", "crash")
+
+
+@dataclass
+class RewardSettings:
+    """The `reward:` section of an RL stage config."""
+
+    clip: float = 2.0  # |log speedup| cap: e^2 = 7.4x either way
+    step: float = 0.5  # gap between failure classes
+    compiled_reward: float = 0.0  # CPU only: parsed and compiled, nothing run
+    # A verified speedup above this is re-judged (fresh random inputs) and the lower result kept:
+    # implausible speedups are more often a harness blind spot than a breakthrough. null: never.
+    recheck_above: float | None = 3.0
+
+    def __post_init__(self):
+        if self.clip <= 0 or self.step <= 0:
+            raise ValueError("reward.clip and reward.step must be positive")
+
+
+def class_rewards(s: RewardSettings) -> dict[str, float]:
+    """The fixed reward of every failure class."""
+    wrong = -s.clip - s.step
+    runtime = wrong - s.step
+    return {
+        "wrong": wrong,
+        "harness_error": wrong,
+        **{k: runtime for k in RUNTIME_FAILURES},
+        "compile_error": runtime - s.step,
+        "parse_error": runtime - 2 * s.step,
+        "compiled": s.compiled_reward,
+    }
+
+
+def verdict_reward(verdict: dict, s: RewardSettings) -> float:
+    """The reward of one judge verdict."""
+    status = verdict.get("status")
+    if status == "ok":
+        speedup = verdict.get("speedup_vs_best")
+        if not speedup or not math.isfinite(speedup) or speedup <= 0:
+            # verified but untimed (no baseline could be timed): correct, speed unknown: neutral
+            return 0.0
+        return max(-s.clip, min(s.clip, math.log(speedup)))
+    table = class_rewards(s)
+    return table.get(status, table["parse_error"])
+
+
+def needs_recheck(verdict: dict, s: RewardSettings) -> bool:
+    return (s.recheck_above is not None and verdict.get("status") == "ok"
+            and (verdict.get("speedup_vs_best") or 0.0) > s.recheck_above)
+
+
+def lower_verdict(first: dict, second: dict) -> dict:
+    """Of two verdicts on the same kernel, the less flattering: a failed re-check wins, else the slower."""
+    if second.get("status") != "ok":
+        return second | {"rechecked": True}
+    return min(first, second, key=lambda v: v.get("speedup_vs_best") or 0.0) | {"rechecked": True}
+
+
+# ------------------------------------------------------------------------------ dataset columns
+
+def problems_to_json(problems: list[Problem | TaskProblem]) -> str:
+    """A dataset column holding the problems one prompt's candidates are judged on."""
+    return json.dumps([p.to_dict() for p in problems])
+
+
+def problems_from_json(text: str) -> list[Problem | TaskProblem]:
+    out = []
+    for d in json.loads(text):
+        if "task" in d:
+            out.append(TaskProblem(d["task"], tuple(sorted(d["sizes"].items())), d.get("shape_class", "task")))
+        else:
+            out.append(Problem.from_dict(d))
+    return out
+
+
+# ------------------------------------------------------------------------------ batch scoring
+
+def batch_metrics(verdicts: list[dict], rewards: list[float], timed: bool) -> dict[str, float]:
+    """Rates over one batch: what the training curves show."""
+    n = len(verdicts) or 1
+    statuses = [v.get("status") for v in verdicts]
+    passed_compile = sum(s not in ("parse_error", "compile_error") for s in statuses)
+    m = {
+        "kernel/parse_rate": sum(s != "parse_error" for s in statuses) / n,
+        "kernel/compile_rate": passed_compile / n,
+        "kernel/timed": 1.0 if timed else 0.0,  # 0: CPU, the reward covered parse+compile only
+        "kernel/reward_mean": sum(rewards) / n,
+    }
+    if timed:
+        speedups = [v["speedup_vs_best"] for v in verdicts if v.get("status") == "ok" and v.get("speedup_vs_best")]
+        m["kernel/correct_rate"] = sum(s == "ok" for s in statuses) / n
+        m["kernel/faster_rate"] = sum(x > 1.0 for x in speedups) / n
+        m["kernel/timeout_rate"] = sum(s == "timeout" for s in statuses) / n
+        if speedups:
+            m["kernel/speedup_geomean"] = math.exp(sum(math.log(x) for x in speedups) / len(speedups))
+            m["kernel/speedup_max"] = max(speedups)
+    return m
+
+
+class KernelReward:
+    """TRL reward function over kernel completions.
+
+    Dataset columns it reads (TRL passes them as kwargs, one value per completion):
+        problems      problems_to_json(...) of the problems the candidate is judged on
+        problem_key   the prompt's problem (the DB row of a parse/compile failure goes here)
+        shape_class   for the DB
+    """
+
+    def __init__(self, judge, db: KernelDB, settings: RewardSettings, stage: str, source: str = "policy"):
+        self.judge = judge
+        self.db = db
+        self.settings = settings
+        self.stage = stage
+        self.source = source
+        self.__name__ = "kernel"  # TRL names the logged reward column after it: rewards/kernel/mean
+        # one thread: batches are judged in order; the judge parallelises inside a batch
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernel-judge")
+        self.last_metrics: dict[str, float] = {}
+
+    async def __call__(self, prompts, completions, problems, problem_key, shape_class, trainer_state=None,
+                       log_metric=None, **_):
+        step = int(getattr(trainer_state, "global_step", 0) or 0)
+        loop = asyncio.get_running_loop()
+        rewards, metrics = await loop.run_in_executor(
+            self._executor, self.score, completions, problems, problem_key, shape_class, step)
+        if log_metric is not None:
+            for name, value in metrics.items():
+                log_metric(name, value)
+        return rewards
+
+    def score(self, completions: list, problems: list[str], problem_key: list[str], shape_class: list[str],
+              step: int = 0) -> tuple[list[float], dict[str, float]]:
+        """Judge a batch (all completions together), reward, record; (rewards, metrics)."""
+        texts = [completion_to_candidate(_as_text(c)) for c in completions]
+        plists = [problems_from_json(p) for p in problems]
+        verdicts = self.judge_batch(texts, plists)
+        rewards = [verdict_reward(v, self.settings) for v in verdicts]
+        self._record(texts, plists, verdicts, rewards, problem_key, shape_class, step)
+        metrics = batch_metrics(verdicts, rewards, timed=bool(self.judge.gpu))
+        self.last_metrics = metrics
+        return rewards, metrics
+
+    def judge_batch(self, texts: list[str], plists: list[list]) -> list[dict]:
+        """Verdicts for the batch, with implausible speedups re-checked; a harness exception becomes
+        `harness_error` verdicts instead of stopping training."""
+        try:
+            verdicts = self.judge.judge(texts, plists)
+            again = [i for i, v in enumerate(verdicts) if needs_recheck(v, self.settings)]
+            if again:
+                # EvalOptions.seed is None in the RL configs, so a second evaluation draws fresh inputs
+                second = self.judge.judge([texts[i] for i in again], [plists[i] for i in again])
+                for i, v in zip(again, second):
+                    verdicts[i] = lower_verdict(verdicts[i], v)
+            return verdicts
+        except Exception as e:  # the harness is ours; its bugs must not be the policy's problem
+            log.exception("kernel judge failed on a batch")
+            return [{"status": "harness_error", "error": f"{type(e).__name__}: {e}", "results": []} for _ in texts]
+
+    def _record(self, texts, plists, verdicts, rewards, problem_key, shape_class, step) -> None:
+        rows = []
+        for text, probs, v, r, key, cls in zip(texts, plists, verdicts, rewards, problem_key, shape_class):
+            results = v.get("results") or []
+            if not results:  # parse/compile failure: one row, on the prompt's problem
+                rows.append((self.stage, step, key, cls, text, v, r, self.source))
+            for res in results:  # one row per judged problem: best kernels are kept per shape
+                p = res.get("problem") or {}
+                pkey = _key_of(p) or key
+                rows.append((self.stage, step, pkey, p.get("shape_class", cls), text, res, r, self.source))
+        try:
+            self.db.record_many(rows)
+        except Exception:
+            log.exception("could not record a batch in the kernel database")
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+
+
+def _as_text(completion) -> str:
+    # conversational completions are [{"role": "assistant", "content": ...}]; ours are plain strings
+    if isinstance(completion, list):
+        return "".join(m.get("content", "") for m in completion if isinstance(m, dict))
+    return completion
+
+
+def _key_of(problem_dict: dict) -> str | None:
+    try:
+        if "task" in problem_dict:
+            return TaskProblem.of(problem_dict["task"], problem_dict["sizes"]).key
+        return Problem.from_dict(problem_dict).key
+    except (KeyError, TypeError, ValueError):
+        return None

@@ -64,7 +64,8 @@ def test_report_from_h200_fixture(tmp_path):
         "curves_rl_hgemm.png", "speedup_heatmaps.png", "tflops_vs_size.png"]
     assert "first 20%" in md and "reward_mean" in md and "correct_rate" in md
     assert "Not available: no rl_general curves.json" in md  # a missing input is a section, not a crash
-    assert "888 documents" in md and "nvidia-cutlass" in md  # corpus statistics
+    docs = json.loads((CORPUS_STATS / "stats.json").read_text())["total"]["docs"]
+    assert f"{docs:,} documents" in md and "nvidia-cutlass" in md  # corpus statistics
     assert "NVIDIA H200" in md and "580.159.04" in md  # environment
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["timed"] is True and metrics["figures"] == 3

@@ -70,6 +70,7 @@ def run_bench(named: list[tuple[str, str]], problems, options: EvalOptions, arch
     with EvaluationPool(options, gpus) as pool:
         results = pool.run(jobs, progress=bar.update if bar else None)
         out["worker_restarts"] = pool.restarts
+        out["gpus_used"] = list(pool.gpus)  # one worker process per GPU
     if bar:
         bar.close()
     for p, res in zip(problems, results):

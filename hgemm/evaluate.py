@@ -18,13 +18,11 @@ from . import baselines as bl
 from .candidate import SpecError, parse_candidate
 from .compile import compile_candidate
 from .entry import Entry, EvalOptions
-from .params import Param, pack_params
+from .params import gemm_param_buffer
 from .problem import Problem, TaskProblem
-from .runtime import (KernelLaunchError, LoadedKernel, Utilities, device_properties, encode_tensor_map, synchronize,
-                      utility_candidate)
+from .runtime import KernelLaunchError, LoadedKernel, Utilities, device_properties, synchronize, utility_candidate
 from .timing import Timer, single_launch_us
 from .verify import GuardedBuffer, check_output, problem_inputs, random_tensor, reference
-
 
 
 class ContextLost(RuntimeError):
@@ -58,13 +56,7 @@ class GemmEvaluator:
         if smem > self.props["max_smem_per_block_optin"]:
             raise SpecError("smem", f"{smem} bytes exceed the device's {self.props['max_smem_per_block_optin']}")
         kernel.prepare_smem(smem)
-        params = [Param("P", A.data_ptr()), Param("P", B.data_ptr()), Param("P", C.data_ptr()),
-                  Param("i", problem.M), Param("i", problem.N), Param("i", problem.K), Param("i", problem.batch),
-                  Param("P", W.data_ptr() if W is not None else 0)]
-        operands = {"A": A, "B": B, "C": C}
-        for tm in spec.tensor_maps:
-            params.append(Param("T", encode_tensor_map(operands[tm.operand], tm.box, tm.swizzle)))
-        buf = pack_params(params)
+        buf = gemm_param_buffer(spec, problem, A, B, C, W)
 
         if W is not None and W.numel():
             def launch():

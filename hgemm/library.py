@@ -136,8 +136,8 @@ def _launch(lib: Library, problem: Problem, A, B, C) -> None:
     import torch
 
     from .compile import compile_candidate
-    from .params import Param, pack_params
-    from .runtime import LoadedKernel, device_properties, encode_tensor_map
+    from .params import gemm_param_buffer
+    from .runtime import LoadedKernel, device_properties
 
     choice = lib.lookup(problem)
     key = (choice.name, problem.layout)
@@ -150,10 +150,4 @@ def _launch(lib: Library, problem: Problem, A, B, C) -> None:
     grid, block, smem, ws_bytes = choice.candidate.spec.launch_dims(problem.variables() | {"num_sms": num_sms})
     kernel.prepare_smem(smem)
     ws = torch.zeros(max(1, ws_bytes), dtype=torch.uint8, device=A.device) if ws_bytes else None
-    params = [Param("P", A.data_ptr()), Param("P", B.data_ptr()), Param("P", C.data_ptr()),
-              Param("i", problem.M), Param("i", problem.N), Param("i", problem.K), Param("i", problem.batch),
-              Param("P", ws.data_ptr() if ws is not None else 0)]
-    operands = {"A": A, "B": B, "C": C}
-    params += [Param("T", encode_tensor_map(operands[t.operand], t.box, t.swizzle)) for t in choice.candidate.spec.tensor_maps]
-    buf = pack_params(params)
-    kernel.launch(grid, block, buf, smem)
+    kernel.launch(grid, block, gemm_param_buffer(choice.candidate.spec, problem, A, B, C, ws), smem)

@@ -37,3 +37,17 @@ def pack_params(params: list[Param]) -> bytes:
         else:
             buf += struct.pack("<" + p.code, p.value)
     return bytes(buf)
+
+
+def gemm_param_buffer(spec, problem, A, B, C, W=None) -> bytes:
+    """The packed HGEMM ABI: pointers, sizes, workspace, then one TMA descriptor per tensor_map line.
+    A, B, C, W are anything with data_ptr() (torch tensors); W may be None."""
+    params = [Param("P", A.data_ptr()), Param("P", B.data_ptr()), Param("P", C.data_ptr()),
+              Param("i", problem.M), Param("i", problem.N), Param("i", problem.K), Param("i", problem.batch),
+              Param("P", W.data_ptr() if W is not None else 0)]
+    if spec.tensor_maps:
+        from .runtime import encode_tensor_map  # GPU-only: the driver encodes descriptors
+
+        operands = {"A": A, "B": B, "C": C}
+        params += [Param("T", encode_tensor_map(operands[t.operand], t.box, t.swizzle)) for t in spec.tensor_maps]
+    return pack_params(params)

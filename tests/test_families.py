@@ -17,9 +17,9 @@ import pytest
 from hgemm.candidate import parse_candidate
 from hgemm.problem import Problem
 from kernels_corpus import families
-from kernels_corpus.families import batched_small, mma_sync, skinny
+from kernels_corpus.families import batched_small, mma_sync, skinny, wgmma
 
-FAMILY_MODULES = (mma_sync, skinny, batched_small)
+FAMILY_MODULES = (mma_sync, skinny, batched_small, wgmma)
 EDGE_PROBLEMS = [
     Problem(1, 1, 1), Problem(1, 4096, 4096), Problem(17, 31, 7, batch=3), Problem(4097, 4095, 8193),
     Problem(128, 128, 128, batch=256), Problem(16384, 16384, 16384), Problem(64, 14336, 4096, layout="TN"),
@@ -191,3 +191,116 @@ def test_sample_compiles_without_spills(fam, tmp_path):
             assert spills and not any(spills), f"{fam.name(p)} {layout} spills:\n{report}"
             regs = int(re.search(r"Used (\d+) registers", report).group(1))
             assert regs <= 255
+
+
+# ---------------------------------------------------------------- wgmma family
+
+def _sw128(addr):
+    """128B swizzle on absolute smem byte addresses: 16-byte chunk bits [4:6] ^= 128-byte row bits [7:9]."""
+    return addr ^ (((addr >> 7) & 7) << 4)
+
+
+def _tma_box_write(smem: np.ndarray, dst: int, box: np.ndarray) -> None:
+    """A TMA box (rows x 64 fp16, 128 B per row) written with CU_TENSOR_MAP_SWIZZLE_128B at dst."""
+    rows, cols = box.shape
+    assert cols == 64 and dst % 1024 == 0
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    idx = _sw128(dst + r * 128 + 2 * c) // 2
+    assert np.isnan(smem[idx]).all(), "two boxes overlap"
+    smem[idx] = box
+
+
+def _wgmma_read_kmajor(smem, start, sbo, rows):
+    """rows x 16 operand from a K-major 128B-swizzled descriptor (LBO unused): element (m, k) at
+    start + (m % 8) * 128 + (m // 8) * SBO + 2k, then swizzled (PTX canonical ((8,m),(T,2k)))."""
+    m, k = np.meshgrid(np.arange(rows), np.arange(16), indexing="ij")
+    return smem[_sw128(start + (m % 8) * 128 + (m // 8) * sbo + 2 * k) // 2]
+
+
+def _wgmma_read_mnmajor(smem, start, lbo, sbo, n):
+    """16 x n operand from an MN-major 128B-swizzled descriptor: element (k, j) at
+    start + (j % 64) * 2 + (j // 64) * LBO + (k % 8) * 128 + (k // 8) * SBO, then swizzled
+    (PTX canonical ((T,8,m),(8,k)) : ((1,T,LBO),(8T,SBO)))."""
+    k, j = np.meshgrid(np.arange(16), np.arange(n), indexing="ij")
+    return smem[_sw128(start + (j % 64) * 2 + (j // 64) * lbo + (k % 8) * 128 + (k // 8) * sbo) // 2]
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+@pytest.mark.parametrize("tile", [(128, 256, 2), (256, 128, 2), (128, 128, 1), (128, 64, 1)])
+def test_wgmma_smem_descriptor_model(layout, tile):
+    """One pipeline stage: the kernel's TMA destinations and descriptor start/LBO/SBO (mirrored from
+    kernels_corpus/families/wgmma.py) reproduce A @ B under the PTX canonical-layout model."""
+    bm, bn, consumers = tile
+    wm, bk = bm // consumers, 64
+    rng = np.random.default_rng(1)
+    A = rng.integers(-3, 4, (bm, bk)).astype(float)
+    B = rng.integers(-3, 4, (bk, bn)).astype(float)
+    ring = 3 * 1024                                   # any 1024-aligned base
+    a_bytes = bm * bk * 2
+    smem = np.full((ring + a_bytes + bn * bk * 2) // 2, np.nan)
+    sa, sb = ring, ring + a_bytes
+    _tma_box_write(smem, sa, A)                       # tensor_map A, box=(BM, 64)
+    for j in range(bn // 64):                         # tensor_map B, box=(64, 64)
+        if layout == "TN":
+            _tma_box_write(smem, sb + j * 8192, B.T[64 * j:64 * j + 64, :])   # rows n, cols k
+        else:
+            _tma_box_write(smem, sb + j * 8192, B[:, 64 * j:64 * j + 64])     # rows k, cols n
+    C = np.full((bm, bn), np.nan)
+    for cw in range(consumers):
+        for mt in range(wm // 64):
+            acc = np.zeros((64, bn))
+            for kk in range(bk // 16):
+                a = _wgmma_read_kmajor(smem, sa + cw * wm * 128 + mt * 64 * 128 + kk * 32, 1024, 64)
+                if layout == "TN":
+                    b = _wgmma_read_kmajor(smem, sb + kk * 32, 1024, bn).T
+                else:
+                    b = _wgmma_read_mnmajor(smem, sb + kk * 2048, 8192, 1024, bn)
+                acc += a @ b
+            C[cw * wm + mt * 64: cw * wm + mt * 64 + 64] = acc
+    np.testing.assert_array_equal(C, A @ B)
+
+
+def test_wgmma_accumulator_mapping_is_a_bijection():
+    """Epilogue (row, col) of register 4j + 2h + e, lane l, warp w covers a 64 x N atom exactly once."""
+    for n in (64, 128, 256):
+        seen = np.zeros((64, n), dtype=int)
+        for w in range(4):
+            for lane in range(32):
+                for reg in range(n // 2):
+                    j, h, e = reg // 4, (reg // 2) % 2, reg % 2
+                    seen[16 * w + lane // 4 + 8 * h, 8 * j + 2 * (lane % 4) + e] += 1
+        assert (seen == 1).all()
+
+
+def test_wgmma_spec_and_applicability():
+    for p in wgmma.variants():
+        spec = parse_candidate(wgmma.render(p)).spec
+        assert spec.layouts == ("NN", "TN")
+        assert [(t.operand, t.box, t.swizzle) for t in spec.tensor_maps] == [("A", (p["bm"], 64), 128), ("B", (64, 64), 128)]
+        assert spec.block[0] == 128 * (1 + p["consumers"])
+        grid, _, smem, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=132))
+        assert grid == (132, 1, 1) and smem <= 227 * 1024
+        grid, _, _, _ = spec.launch_dims(dict(M=100, N=64, K=8, batch=1, num_sms=132))
+        assert grid == (1, 1, 1)
+    big = dict(bm=128, bn=256, consumers=2, stages=4, group_m=8)
+    assert wgmma.applicable(big, Problem(4096, 4096, 4096))
+    assert wgmma.applicable(big, Problem(4096, 4096, 4096, layout="TN"))
+    assert not wgmma.applicable(big, Problem(4096, 4096, 4095))      # A row pitch not 16-byte aligned
+    assert not wgmma.applicable(big, Problem(4096, 4095, 4096))      # NN B row pitch
+    assert not wgmma.applicable(big, Problem(1, 4096, 4096))         # skinny: not this family
+    assert not wgmma.applicable(big, Problem(256, 256, 256))         # too few tiles for 128x256
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+def test_wgmma_all_variants_compile_clean(tmp_path):
+    """Every variant, both layouts: no spills, no ignored setmaxnreg (C7508), no serialised wgmma."""
+    for p in wgmma.variants():
+        text = wgmma.render(p)
+        for layout in ("NN", "TN"):
+            report = _compile(text, layout, tmp_path)
+            assert "C7508" not in report and "setmaxnreg" not in report, report
+            assert "serializ" not in report.lower(), report
+            spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", report)]
+            assert spills and not any(spills), f"{wgmma.name(p)} {layout} spills:\n{report}"
+            assert int(re.search(r"Used (\d+) registers", report).group(1)) <= 168

@@ -15,3 +15,18 @@ def test_tensor_map_is_64_byte_aligned():
     buf = pack_params([Param("P", 1), Param("i", 3), Param("T", tmap), Param("T", tmap)])
     assert buf[64:192] == tmap and buf[192:320] == tmap
     assert len(buf) == 320
+
+
+def test_gemm_param_buffer_packs_the_abi():
+    import torch
+
+    from hgemm.candidate import parse_candidate
+    from hgemm.params import gemm_param_buffer
+    from hgemm.problem import Problem
+    from conftest import read_kernel
+
+    spec = parse_candidate(read_kernel("kernels_corpus/reference/naive.cu")).spec
+    a, b, c, w = (torch.empty(4) for _ in range(4))
+    buf = gemm_param_buffer(spec, Problem(5, 6, 7, 2), a, b, c, w)
+    assert struct.unpack("<3Q4iQ", buf) == (a.data_ptr(), b.data_ptr(), c.data_ptr(), 5, 6, 7, 2, w.data_ptr())
+    assert struct.unpack("<3Q4iQ", gemm_param_buffer(spec, Problem(5, 6, 7), a, b, c))[-1] == 0

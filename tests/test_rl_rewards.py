@@ -169,3 +169,16 @@ def test_a_harness_exception_becomes_data(tmp_path):
     reward.close()
     assert rewards == [class_rewards(RewardSettings())["harness_error"]]
     assert reward.db.status_counts() == {"harness_error": 1}
+
+
+def test_format_shaping_orders_parse_errors_below_compile_errors():
+    from training.rewards import RewardSettings, class_rewards, format_progress, verdict_reward
+
+    s = RewardSettings()
+    naive = (ROOT / "kernels_corpus/reference/naive.cu").read_text()
+    garbage = "int main() { return 0; }"
+    half = naive.split("@*/")[0]  # a spec that never closes, no kernel
+    rewards = [verdict_reward({"status": "parse_error"}, s, t) for t in (garbage, half, naive)]
+    assert rewards[0] < rewards[1] < rewards[2] < class_rewards(s)["compile_error"]
+    assert format_progress(naive) == 1.0 and format_progress(garbage) == 0.0
+    assert verdict_reward({"status": "parse_error"}, s) == class_rewards(s)["parse_error"]

@@ -48,10 +48,16 @@ class RewardSettings:
     # A verified speedup above this is re-judged (fresh random inputs) and the lower result kept:
     # implausible speedups are more often a harness blind spot than a breakthrough. null: never.
     recheck_above: float | None = 3.0
+    # Within parse_error only: up to this much for how much of the candidate format the text has, so
+    # a GRPO group whose completions all fail to parse (a fresh model's usual case) still has
+    # variance to learn from. Kept below `step`, so no parse error ever outscores a compile error.
+    format_shaping: float = 0.4
 
     def __post_init__(self):
         if self.clip <= 0 or self.step <= 0:
             raise ValueError("reward.clip and reward.step must be positive")
+        if not 0 <= self.format_shaping < self.step:
+            raise ValueError("reward.format_shaping must be in [0, step)")
 
 
 def class_rewards(s: RewardSettings) -> dict[str, float]:
@@ -68,9 +74,20 @@ def class_rewards(s: RewardSettings) -> dict[str, float]:
     }
 
 
-def verdict_reward(verdict: dict, s: RewardSettings) -> float:
-    """The reward of one judge verdict."""
+# What a candidate text needs, in the order a writer meets it (hgemm/candidate.py).
+FORMAT_MARKERS = ("/*@launch", "entry:", "block:", "grid:", "@*/", 'extern "C"', "__global__")
+
+
+def format_progress(text: str) -> float:
+    """Fraction of the candidate format's markers present in the text, 0..1."""
+    return sum(m in text for m in FORMAT_MARKERS) / len(FORMAT_MARKERS)
+
+
+def verdict_reward(verdict: dict, s: RewardSettings, text: str | None = None) -> float:
+    """The reward of one judge verdict; `text` (the candidate) refines parse errors by format progress."""
     status = verdict.get("status")
+    if status == "parse_error" and text is not None and s.format_shaping:
+        return class_rewards(s)["parse_error"] + s.format_shaping * format_progress(text)
     if status == "ok":
         speedup = verdict.get("speedup_vs_best")
         if not speedup or not math.isfinite(speedup) or speedup <= 0:
@@ -171,7 +188,7 @@ class KernelReward:
         texts = [completion_to_candidate(_as_text(c)) for c in completions]
         plists = [problems_from_json(p) for p in problems]
         verdicts = self.judge_batch(texts, plists)
-        rewards = [verdict_reward(v, self.settings) for v in verdicts]
+        rewards = [verdict_reward(v, self.settings, t) for v, t in zip(verdicts, texts)]
         self._record(texts, plists, verdicts, rewards, problem_key, shape_class, step)
         metrics = batch_metrics(verdicts, rewards, timed=bool(self.judge.gpu))
         self.last_metrics = metrics

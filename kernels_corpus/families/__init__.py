@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import random
 
-from . import batched_small, mma_sync, skinny
+from . import batched_small, mma_sync, skinny, wgmma
 
-FAMILIES = (mma_sync, skinny, batched_small)
+FAMILIES = (mma_sync, skinny, batched_small, wgmma)
 
 
 def all_params() -> list[tuple[object, dict]]:

@@ -1,0 +1,440 @@
+"""Hopper HGEMM family: wgmma.mma_async + TMA + mbarrier pipeline + warp specialisation (sm_90a only).
+
+One persistent CTA per SM (grid = min(num_sms, tiles)) walks output tiles of BM x BN with a grouped
+rasterisation (GROUP_M tile rows column by column, over the batch as the slowest index). The CTA is
+split by warpgroup (128 threads, 4 consecutive warps):
+
+  * warpgroup 0, the producer: one elected thread issues TMA tile loads (cp.async.bulk.tensor.3d)
+    for A (BM x 64) and B (64 x BN) into a STAGES-deep ring of 128B-swizzled shared-memory stages,
+    each completing on that stage's `full` mbarrier (expect_tx bytes);
+  * warpgroups 1..CONSUMERS: each owns WM = BM / CONSUMERS rows of the tile and issues
+    wgmma.mma_async m64nBNk16 (f32 += f16 * f16) straight from shared memory (descriptors for A and
+    B), keeps one wgmma group in flight, and releases a stage on its `empty` mbarrier once the
+    wgmma group that read it has retired; the epilogue converts the fp32 accumulators to fp16 and
+    stores them straight from registers with edge predication.
+
+With two consumer warpgroups the producer gives registers back (setmaxnreg.dec 40) and the consumers
+take them (setmaxnreg.inc 232): 128*40 + 256*232 = 64512 <= 65536. With one consumer warpgroup (256
+threads) every thread can already hold 255 registers, so setmaxnreg is not used.
+
+Layouts: A is M x K row-major (K-major for wgmma). TN B is N x K row-major: K-major, the natural wgmma
+case (imm-trans-b = 0). NN B is K x N row-major: N-major in shared memory, read with imm-trans-b = 1
+and an MN-major descriptor. Both come from the same text (-DHGEMM_LAYOUT_TN picks); the B tensor
+map's box is 64 x 64 in both layouts, so the one spec line serves both.
+
+Shapes: TMA needs 16-byte row pitches (K % 8 == 0 for A and TN-B, N % 8 == 0 for NN-B; the harness
+reports other shapes `unsupported`). M, N and K need not be multiples of the tile: TMA zero-fills
+out-of-range rows/columns of a box (so partial K tiles contribute 0), and the epilogue predicates C
+stores (half2 when N is even and C 4-byte aligned, else element-wise).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+SMEM_LIMIT = 227 * 1024
+BK = 64                     # one 128-byte swizzle row of fp16: the K extent of a stage
+BOX_BYTES = 64 * 64 * 2     # one 64 x 64 fp16 TMA box
+
+# (BM, BN, CONSUMERS): each consumer warpgroup owns WM = BM / CONSUMERS rows (1 or 2 m64 atoms)
+# and all BN columns; accumulators per thread = (WM / 64) * BN / 2 <= 128.
+TILES = [
+    (128, 256, 2),   # 2 x (64 x 256): the large-shape workhorse
+    (256, 128, 2),   # 2 x (128 x 128)
+    (128, 128, 2),   # 2 x (64 x 128)
+    (128, 128, 1),   # 1 x (128 x 128)
+    (128, 64, 1),    # 1 x (128 x 64): more tiles for mid-size problems
+]
+STAGES = (3, 4, 5, 6)
+GROUP_M = (8,)
+
+
+def _stage_bytes(p: dict) -> int:
+    return (p["bm"] + p["bn"]) * BK * 2
+
+
+def _smem_bytes(p: dict) -> int:
+    # + 1024: the kernel rounds the dynamic smem base up to the 1024-byte swizzle-pattern boundary.
+    return p["stages"] * _stage_bytes(p) + 1024
+
+
+def _valid(p: dict) -> bool:
+    bm, bn, c = p["bm"], p["bn"], p["consumers"]
+    wm = bm // c
+    return (
+        bm % c == 0 and wm in (64, 128) and bn % 64 == 0 and 64 <= bn <= 256
+        and (wm // 64) * bn // 2 <= 128
+        and _smem_bytes(p) <= SMEM_LIMIT
+        and 3 <= p["stages"] <= 6
+    )
+
+
+def variants() -> list[dict]:
+    out = []
+    for (bm, bn, c), st, g in itertools.product(TILES, STAGES, GROUP_M):
+        p = dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=g)
+        # Deep rings only where a stage is small; 48 KB stages fit 4 at most.
+        if _stage_bytes(p) >= 48 * 1024 and st > 4:
+            continue
+        if _stage_bytes(p) <= 24 * 1024 and st < 4:
+            continue
+        if _valid(p):
+            out.append(p)
+    return out
+
+
+def name(p: dict) -> str:
+    return f"wgmma_{p['bm']}x{p['bn']}x{BK}_c{p['consumers']}_s{p['stages']}_g{p['group_m']}"
+
+
+def applicable(p: dict, problem) -> bool:
+    """TMA-legal row pitches, and problems big enough for a persistent 1-CTA/SM tensor-core kernel."""
+    if problem.K % 8 or problem.N % 8:
+        return False
+    if min(problem.M, problem.N, problem.K) < 64:
+        return False
+    tiles = -(-problem.M // p["bm"]) * -(-problem.N // p["bn"]) * problem.batch
+    # Large tiles on problems with fewer tiles than half the SMs leave most of the GPU idle.
+    return p["bm"] * p["bn"] <= 128 * 128 or tiles >= 66
+
+
+def spec_text(p: dict) -> str:
+    nt = 128 * (1 + p["consumers"])
+    return "\n".join([
+        "/*@launch",
+        f"entry: {name(p)}",
+        f"block: {nt}",
+        f"grid: min(num_sms, cdiv(M, {p['bm']}) * cdiv(N, {p['bn']}) * batch)",
+        f"smem: {_smem_bytes(p)}",
+        "workspace: 0",
+        "layouts: NN, TN",
+        f"tensor_map: A, box=({p['bm']}, {BK}), swizzle=128",
+        "tensor_map: B, box=(64, 64), swizzle=128",
+        "@*/",
+    ])
+
+
+def _wgmma_fn(bn: int) -> str:
+    """The m64nBNk16 f32.f16.f16 wgmma with both operands from shared-memory descriptors."""
+    nreg = bn // 2
+    regs = ", ".join(f"%{i}" for i in range(nreg))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nreg))
+    return (
+        "// D(64 x BN, fp32) = (scale_d ? D : 0) + A(64 x 16) * B(16 x BN). imm-scale-a/b = 1 (no negation),\n"
+        "// imm-trans-a = 0 (A K-major), imm-trans-b = TRANS_B (0: B K-major (TN), 1: B N-major (NN)).\n"
+        "__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], uint64_t desc_a, uint64_t desc_b, int scale_d) {\n"
+        "  asm volatile(\n"
+        "      \"{\\n.reg .pred p;\\n\"\n"
+        f"      \"setp.ne.b32 p, %{nreg + 2}, 0;\\n\"\n"
+        f"      \"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.f16.f16 \"\n"
+        f"      \"{{{regs}}}, \"\n"
+        f"      \"%{nreg}, %{nreg + 1}, p, 1, 1, 0, %{nreg + 3};\\n}}\\n\"\n"
+        f"      : {outs}\n"
+        "      : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d), \"n\"(TRANS_B));\n"
+        "}\n"
+    )
+
+
+_BODY = r"""
+namespace {
+
+constexpr int BK = 64;                      // 64 fp16 = 128 bytes: exactly one 128B-swizzle row
+constexpr int NUM_THREADS = 128 * (CONSUMERS + 1);
+constexpr int WM = BM / CONSUMERS;          // rows of the tile owned by one consumer warpgroup
+constexpr int MT = WM / 64;                 // m64 wgmma atoms per consumer warpgroup
+constexpr int A_BYTES = BM * BK * 2;        // A stage: BM rows x 128 bytes (one TMA box)
+constexpr int BOX_BYTES = 64 * 64 * 2;      // B stage: BN / 64 boxes of 64 x 64 fp16
+constexpr int B_BOXES = BN / 64;
+constexpr int STAGE_BYTES = A_BYTES + B_BOXES * BOX_BYTES;
+#if CONSUMERS > 1
+// setmaxnreg budget: 128 * 40 + 2 * 128 * 232 = 64512 <= 65536 registers of the SM.
+constexpr int PRODUCER_REGS = 40;
+constexpr int CONSUMER_REGS = 232;
+#endif
+static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0, "stages must keep 1024-byte alignment");
+static_assert(MT >= 1 && MT * 64 == WM && BN % 64 == 0 && BN <= 256, "tile shape");
+
+#ifdef HGEMM_LAYOUT_TN
+constexpr int TRANS_B = 0;   // B stored N x K: K-major operand
+#else
+constexpr int TRANS_B = 1;   // B stored K x N: N-major (MN-major) operand
+#endif
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// ---------------------------------------------------------------- mbarriers
+// A barrier's phase starts at 0. try_wait.parity(P) succeeds once the phase with parity P has
+// completed, i.e. when the barrier's current phase parity != P; on a fresh barrier parity 1 counts
+// as the (virtual) completed phase before phase 0, so a wait on parity 1 returns at once.
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// One arrival plus `bytes` of expected transaction count; TMA's complete_tx retires the bytes.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  } while (!done);
+}
+
+// ---------------------------------------------------------------- TMA
+// The harness encodes each operand as a 3-D tensor: dim0 = columns (contiguous), dim1 = rows,
+// dim2 = batch; box = (64 or BM rows) x 64 columns x 1; 128B swizzle; out-of-range elements are
+// written as zeros and still count towards the transaction bytes (the full box is always written).
+// Destination: a CTA-local shared address (valid in the shared::cluster window of this CTA).
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+
+// ---------------------------------------------------------------- wgmma
+// Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"):
+//   bits  0-13  start address >> 4           bits 16-29  leading-dimension byte offset >> 4
+//   bits 32-45  stride-dimension byte offset >> 4
+//   bits 49-51  base offset: 0, every swizzle pattern we point into starts on a 1024-byte boundary
+//               (start addresses are stage base + multiples of 32 (K-major k-steps, inside the first
+//               128-byte row, so (addr >> 7) & 7 == 0) or of 1024)
+//   bits 62-63  swizzle mode: 1 = 128B
+// The 128B swizzle is a function of the absolute smem address: 16-byte chunk bits [4:6] are XORed
+// with the 128-byte row bits [7:9]. TMA writes box element (row r, col c) (64 fp16 per row) at
+// pre-swizzle offset r * 128 + 2c from a 1024-aligned base, so both sides agree as long as every
+// stage base is 1024-aligned.
+//
+// K-major operand (A always; B in TN), tile = R rows x 64 k, row r at r * 128 bytes:
+//   canonical ((8, m), (8, 2k)) : ((128 B, SBO), (16 B, -)), SBO = 1024 (8 rows of 128 B), LBO unused
+//   (the 16-wide k slice of one wgmma, 32 bytes, lies inside a 128-byte row; set to 1 by convention).
+//   k-step kk (k = 16kk..16kk+15) starts at base + 32 * kk; m atom mt at base + mt * 64 * 128.
+// MN-major operand (B in NN), tile = 64 k-rows x BN n, stored as BN/64 boxes of 64 k-rows x 64 n
+// (128 B per k-row), box j at base + j * 8192:
+//   canonical ((8 n, 8, j), (8 k, 2)) : ((2 B, 16 B, LBO), (128 B, SBO)): LBO = 8192, the stride between
+//   64-wide n blocks (boxes); SBO = 1024, the stride between groups of 8 k-rows.
+//   k-step kk starts at base + kk * 16 * 128 = base + 2048 * kk (1024-aligned).
+__device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4)
+       | (static_cast<uint64_t>((lbo & 0x3FFFF) >> 4) << 16)
+       | (static_cast<uint64_t>((sbo & 0x3FFFF) >> 4) << 32)
+       | (1ull << 62);
+}
+
+// wgmma.fence orders this warpgroup's earlier register accesses (epilogue reads of the accumulators,
+// previous wgmma) before the wgmma.mma_async that follow; commit_group closes a group; wait_group N
+// blocks until at most N groups are pending, after which their smem reads and register writes are done.
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+// Tells the compiler that a register may change here, so that no accumulator access is moved across
+// a wgmma issue/wait point (the asm statements alone do not name the accumulators).
+__device__ __forceinline__ void fence_reg(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+
+WGMMA_FN
+
+// Tile id -> (batch entry, first row, first column). Within a batch entry, groups of GROUP_M tile
+// rows are walked column by column, so concurrently running CTAs share A rows and B columns in L2.
+struct TileCoord { int b, m0, n0; };
+__device__ __forceinline__ TileCoord tile_coord(int tile, int tiles_m, int tiles_n) {
+  const int per_batch = tiles_m * tiles_n;
+  const int b = tile / per_batch;
+  const int t = tile - b * per_batch;
+  const int per_group = GROUP_M * tiles_n;
+  const int first_m = (t / per_group) * GROUP_M;
+  const int group_rows = min(tiles_m - first_m, GROUP_M);
+  const int tm = first_m + (t % per_group) % group_rows;
+  const int tn = (t % per_group) / group_rows;
+  return {b, tm * BM, tn * BN};
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
+ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+      int M, int N, int K, int batch, void* workspace,
+      const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  __shared__ __align__(8) uint64_t full_bar[STAGES];    // TMA -> consumers: stage filled
+  __shared__ __align__(8) uint64_t empty_bar[STAGES];   // consumers -> producer: stage free
+
+  // Round the ring base up to 1024 bytes (the spec asks for 1024 bytes of slack), so every stage,
+  // A/B sub-tile and B box starts on a 128B-swizzle pattern boundary (descriptor base offset 0).
+  const uint32_t ring = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  const int total_tiles = tiles_m * tiles_n * batch;
+  const int ktiles = (K + BK - 1) / BK;
+  const int wg = threadIdx.x / 128;          // warpgroup index, uniform per warp
+
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(smem_u32(&full_bar[s]), 1);                  // the producer's arrive.expect_tx
+      mbar_init(smem_u32(&empty_bar[s]), CONSUMERS * 4);     // lane 0 of every consumer warp
+    }
+    // Make the initialised barriers visible to the async proxy (TMA complete_tx) as well.
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();   // the last CTA-wide barrier: from here the warpgroups run independently
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producer warpgroup
+#if CONSUMERS > 1
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
+#endif
+    if (threadIdx.x == 0) {
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmap_a)) : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmap_b)) : "memory");
+      int stage = 0;
+      uint32_t phase = 0;     // parity of the current round through the ring
+      for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
+        const TileCoord tc = tile_coord(tile, tiles_m, tiles_n);
+        // B boxes holding at least one column < N. Boxes wholly past N are skipped (and not counted
+        // in expect_tx): their smem keeps stale data that only reaches accumulator columns >= N,
+        // which the epilogue never stores. A boxes always hold >= 1 valid row (m0 < M).
+        const int nbox = min(B_BOXES, (N - tc.n0 + 63) / 64);
+        const uint32_t bytes = A_BYTES + nbox * BOX_BYTES;
+        for (int kt = 0; kt < ktiles; ++kt) {
+          // Wait until the consumers released this stage's previous use (round r - 1); the first
+          // round waits on parity 1, which a fresh barrier reports as complete.
+          mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1u);
+          const uint32_t fb = smem_u32(&full_bar[stage]);
+          mbar_arrive_expect_tx(fb, bytes);
+          const uint32_t sa = ring + stage * STAGE_BYTES, sb = sa + A_BYTES;
+          tma_load_3d(sa, &tmap_a, fb, kt * BK, tc.m0, tc.b);              // A rows m0.., k cols
+          for (int j = 0; j < nbox; ++j) {
+#ifdef HGEMM_LAYOUT_TN
+            tma_load_3d(sb + j * BOX_BYTES, &tmap_b, fb, kt * BK, tc.n0 + 64 * j, tc.b);  // rows n, cols k
+#else
+            tma_load_3d(sb + j * BOX_BYTES, &tmap_b, fb, tc.n0 + 64 * j, kt * BK, tc.b);  // rows k, cols n
+#endif
+          }
+          if (++stage == STAGES) { stage = 0; phase ^= 1u; }
+        }
+      }
+      // Drain: wait until the consumers have released every stage, so no TMA write or barrier
+      // update is outstanding when this thread leaves.
+      for (int i = 0; i < STAGES; ++i) {
+        mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1u);
+        if (++stage == STAGES) { stage = 0; phase ^= 1u; }
+      }
+    }
+  } else {
+    // ------------------------------------------------------------ consumer warpgroups
+#if CONSUMERS > 1
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+#endif
+    const int cw = wg - 1;                       // this consumer's row slab: WM rows at cw * WM
+    const int warp = (threadIdx.x / 32) % 4;     // warp within the warpgroup: rows 16*warp..+15
+    const int lane = threadIdx.x % 32;
+    const bool lane0 = lane == 0;
+    float acc[MT][BN / 2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) acc[mt][i] = 0.f;
+
+    int stage = 0;
+    uint32_t phase = 0;
+    const bool pair = (N % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % 4 == 0);
+    for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
+      const TileCoord tc = tile_coord(tile, tiles_m, tiles_n);
+      int prev_stage = 0;
+      for (int kt = 0; kt < ktiles; ++kt) {
+        mbar_wait(smem_u32(&full_bar[stage]), phase);   // TMA bytes of this stage have landed
+        const uint32_t sa = ring + stage * STAGE_BYTES + cw * WM * 128;
+        const uint32_t sb = ring + stage * STAGE_BYTES + A_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) fence_reg(acc[mt][i]);
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+#ifdef HGEMM_LAYOUT_TN
+          const uint64_t db = make_desc(sb + kk * 32, 16, 1024);
+#else
+          const uint64_t db = make_desc(sb + kk * 2048, BOX_BYTES, 1024);
+#endif
+          // The first k16 step of a tile overwrites the accumulators (scale-d = 0).
+          const int scale_d = (kt > 0 || kk > 0) ? 1 : 0;
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt)
+            wgmma_tile(acc[mt], make_desc(sa + mt * 64 * 128 + kk * 32, 16, 1024), db, scale_d);
+        }
+        wgmma_commit();
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) fence_reg(acc[mt][i]);
+        // Keep this k tile's group in flight; the previous group has retired, so its stage's smem
+        // is no longer read: hand it back to the producer (one arrival per consumer warp).
+        wgmma_wait<1>();
+        if (kt > 0 && lane0) mbar_arrive(smem_u32(&empty_bar[prev_stage]));
+        prev_stage = stage;
+        if (++stage == STAGES) { stage = 0; phase ^= 1u; }
+      }
+      wgmma_wait<0>();
+      if (lane0) mbar_arrive(smem_u32(&empty_bar[prev_stage]));
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) fence_reg(acc[mt][i]);
+
+      // Epilogue. wgmma m64nN accumulator layout: warp w of the warpgroup holds rows 16w..16w+15;
+      // register 4j + 2h + e of lane l is row 16w + l/4 + 8h, column 8j + 2(l%4) + e (j < N/8).
+      __half* Cb = C + static_cast<long long>(tc.b) * M * N;
+      const int row_base = tc.m0 + cw * WM + warp * 16 + (lane >> 2);
+      const int col_base = tc.n0 + (lane & 3) * 2;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = row_base + mt * 64 + h * 8;
+          if (r >= M) continue;
+          __half* crow = Cb + static_cast<long long>(r) * N;
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int c = col_base + j * 8;
+            const float v0 = acc[mt][4 * j + 2 * h], v1 = acc[mt][4 * j + 2 * h + 1];
+            if (pair) {
+              // N even and c even: c < N implies c + 1 < N.
+              if (c < N) *reinterpret_cast<__half2*>(crow + c) = __floats2half2_rn(v0, v1);
+            } else {
+              if (c < N) crow[c] = __float2half_rn(v0);
+              if (c + 1 < N) crow[c + 1] = __float2half_rn(v1);
+            }
+          }
+        }
+    }
+  }
+}
+"""
+
+
+def render(p: dict) -> str:
+    consts = "\n".join([
+        f"constexpr int BM = {p['bm']}, BN = {p['bn']};",
+        f"#define CONSUMERS {p['consumers']}",
+        f"constexpr int STAGES = {p['stages']};",
+        f"constexpr int GROUP_M = {p['group_m']};",
+    ])
+    header = (
+        f"// HGEMM for Hopper (sm_90a): wgmma.mma_async m64n{p['bn']}k16 (fp32 accumulate) from 128B-swizzled smem,\n"
+        f"// {p['bm']}x{p['bn']}x{BK} CTA tile, TMA loads into a {p['stages']}-stage full/empty mbarrier ring,\n"
+        f"// 1 producer warpgroup + {p['consumers']} consumer warpgroup(s), persistent grid with grouped\n"
+        f"// rasterisation (GROUP_M={p['group_m']}). Needs 16-byte TMA row pitches (K % 8, and N % 8 for NN).\n"
+    )
+    body = _BODY.replace("WGMMA_FN", _wgmma_fn(p["bn"])).replace("ENTRY(", name(p) + "(")
+    return (header + "#include <cuda.h>\n#include <cuda_fp16.h>\n#include <stdint.h>\n\n" + spec_text(p) + "\n\n"
+            + consts + "\n" + body)

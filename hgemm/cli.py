@@ -71,6 +71,7 @@ def run_bench(named: list[tuple[str, str]], problems, options: EvalOptions, arch
         results = pool.run(jobs, progress=bar.update if bar else None)
         out["worker_restarts"] = pool.restarts
         out["gpus_used"] = list(pool.gpus)  # one worker process per GPU
+        out["ceilings"] = pool.ceilings
     if bar:
         bar.close()
     for p, res in zip(problems, results):

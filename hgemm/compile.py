@@ -190,14 +190,22 @@ def compile_candidate(
                                        error=f"no kernel named '{candidate.spec.entry}' in the compiled code "
                                              f"(is it extern \"C\" __global__?)")
             else:
-                tmp_cubin = cache / f".{key}.{os.getpid()}.cubin"
-                shutil.copyfile(out, tmp_cubin)
-                os.replace(tmp_cubin, cubin)  # atomic: parallel compiles of one key are harmless
+                _atomic_copy(out, cubin)
                 result = CompileResult(True, arch, layout, key, str(cubin), res, seconds=seconds)
-    tmp_meta = cache / f".{key}.{os.getpid()}.json"
-    tmp_meta.write_text(json.dumps(result.to_dict()))
+    fd, tmp_meta = tempfile.mkstemp(dir=cache, prefix=f".{key}.", suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(result.to_dict()))
     os.replace(tmp_meta, meta)
     return result
+
+
+def _atomic_copy(src: Path, dst: Path) -> None:
+    """Copy then rename: concurrent compiles of one key (threads or processes) each publish a whole
+    file, and the last rename wins harmlessly. The temporary name is unique per call."""
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.stem}.", suffix=dst.suffix)
+    os.close(fd)
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
 
 
 def _trim(log: str, limit: int = 4000) -> str:

@@ -42,6 +42,32 @@ class GemmEvaluator:
         torch.backends.cuda.matmul.allow_tf32 = False  # the reference must be true fp32/fp64
         torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
 
+    def ceilings(self) -> dict:
+        """This GPU's measured ceilings, for roofline comparisons in the same run: device-to-device
+        copy bandwidth (bytes read plus written) and cuBLAS fp16 throughput at 8192^3."""
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")  # 1 GiB: many times the L2
+        y = torch.empty_like(x)
+        y.copy_(x)
+        start.record()
+        for _ in range(10):
+            y.copy_(x)
+        end.record()
+        end.synchronize()
+        copy_gbps = 10 * 2 * x.numel() / (start.elapsed_time(end) * 1e-3) / 1e9
+        del x, y
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        a = random_tensor((8192, 8192), "normal", gen, "cuda")  # random data: zeros run faster
+        b = random_tensor((8192, 8192), "normal", gen, "cuda")
+        torch.matmul(a, b)
+        start.record()
+        for _ in range(10):
+            torch.matmul(a, b)
+        end.record()
+        end.synchronize()
+        tflops = 10 * 2 * 8192**3 / (start.elapsed_time(end) * 1e-3) / 1e12
+        return {"copy_gbps": copy_gbps, "cublas_fp16_tflops_8192": tflops}
+
     # -- launching ------------------------------------------------------------------------------
     def _kernel(self, cubin: str, entry: str) -> LoadedKernel:
         key = (cubin, entry)

@@ -49,7 +49,7 @@ class Library:
         return self._candidates[name]
 
     def _fits(self, cand: Candidate, problem: Problem) -> bool:
-        if not cand.supports(problem.layout):
+        if not cand.supports(problem.layout) or not tma_compatible(cand, problem):
             return False
         try:
             cand.spec.launch_dims(problem.variables() | {"num_sms": 132})
@@ -68,6 +68,12 @@ class Library:
             if self._fits(self.candidate(name), problem):
                 return Choice(name, self.candidate(name), f"nearest {key}")
         return Choice(self.fallback, self.candidate(self.fallback), "fallback")
+
+
+def tma_compatible(cand: Candidate, problem: Problem) -> bool:
+    """TMA needs every described operand's row pitch to be a multiple of 16 bytes (8 fp16)."""
+    cols = {"A": problem.K, "B": problem.N if problem.layout == "NN" else problem.K, "C": problem.N}
+    return all(cols[t.operand] % 8 == 0 for t in cand.spec.tensor_maps)
 
 
 _default: Library | None = None

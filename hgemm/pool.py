@@ -61,7 +61,11 @@ def _worker_main(gpu: int, options: dict, jobs: mp.Queue, out: mp.Queue, wid: in
     except Exception:
         emit("fatal", {"error": traceback.format_exc()})
         return
-    emit("ready", {})
+    try:
+        ceilings = evaluator.ceilings()
+    except Exception as e:  # a reference figure, not a reason to lose the worker
+        ceilings = {"error": f"{type(e).__name__}: {e}"}
+    emit("ready", {"ceilings": ceilings})
     while True:
         job = jobs.get()
         if job is None:
@@ -114,6 +118,7 @@ class EvaluationPool:
         self.workers: dict[int, _Worker] = {}
         self._next_wid = 0
         self.restarts = 0
+        self.ceilings: dict[int, dict] = {}  # per GPU, measured by its first worker: copy GB/s, cuBLAS TFLOP/s
         for gpu in self.gpus:
             self._spawn(gpu)
 
@@ -197,6 +202,7 @@ class EvaluationPool:
                 w.last_seen = time.monotonic()
                 if kind == "ready":
                     w.ready = True
+                    self.ceilings.setdefault(w.gpu, payload.get("ceilings"))
                 elif kind == "fatal":
                     raise RuntimeError(f"evaluation worker on GPU {w.gpu} could not start:\n{payload['error']}")
                 elif kind == "begin":

@@ -80,7 +80,7 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
          tiles_per_family: int = DEFAULT_TILES, arch: str | None = None, progress: bool = True) -> dict:
     """Evaluate shortlisted variants on every problem; write the dispatch table and the winners."""
     from .cli import run_bench
-    from .summary import markdown
+    from .summary import goals_markdown, markdown
 
     out_dir = Path(out_dir)
     (out_dir / "kernels").mkdir(parents=True, exist_ok=True)
@@ -115,5 +115,7 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
     (out_dir / "bench.json").write_text(json.dumps(results, indent=1, default=str))
     (out_dir / "table.json").write_text(json.dumps(table, indent=1))
     (out_dir / "summary.md").write_text(markdown(results, "hgemm tune: seed families vs baselines"))
+    if results["gpu_run"]:
+        (out_dir / "goals.md").write_text(goals_markdown(results))
     return table
 

@@ -69,3 +69,33 @@ def test_device_side_launch_does_not_compile():
 def test_parse_error_is_classified():
     entry, info = compile_entry("bad", "/*@launch\nentry: k\n@*/", ("NN",))
     assert entry is None and info["status"] == "parse_error" and "'block'" in info["error"]
+
+
+@needs_nvcc
+def test_concurrent_compiles_of_one_kernel_share_the_cache(tmp_path):
+    """Threads compiling the same text at once (a bench naming one kernel twice) must all succeed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cand = parse_candidate((ROOT / "kernels_corpus/reference/naive.cu").read_text())
+    with ThreadPoolExecutor(max_workers=6) as ex:
+        results = list(ex.map(lambda _: compile_candidate(cand, "NN", arch="sm_90a", cache_dir=tmp_path), range(6)))
+    assert all(r.ok for r in results), [r.error for r in results]
+    assert len({r.key for r in results}) == 1
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary files left
+
+
+def test_atomic_copy_survives_concurrent_writers(tmp_path):
+    """Many writers publishing one cache file at once: every call succeeds and the file is whole.
+    (A temporary name shared between writers made the loser's rename fail.)"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hgemm.compile import _atomic_copy
+
+    src = tmp_path / "src.bin"
+    src.write_bytes(bytes(range(256)) * 4096)
+    dst = tmp_path / "cache" / "key.cubin"
+    dst.parent.mkdir()
+    with ThreadPoolExecutor(max_workers=8) as ex:
+        list(ex.map(lambda _: _atomic_copy(src, dst), range(400)))
+    assert dst.read_bytes() == src.read_bytes()
+    assert [p.name for p in dst.parent.iterdir()] == ["key.cubin"]

@@ -58,3 +58,21 @@ def test_unserved_inputs_fall_back_to_torch_with_a_reason(library, caplog):
         out = matmul(a, b, library)
     assert torch.allclose(out, a @ b)
     assert "falls back to torch.matmul" in caplog.text and "dtypes" in caplog.text
+
+
+def test_tma_kernels_are_not_dispatched_to_misaligned_shapes(tmp_path):
+    from hgemm.library import tma_compatible
+
+    tma = MMA.replace("layouts: NN, TN", "layouts: NN, TN\ntensor_map: A, box=(128, 64), swizzle=128\n"
+                      "tensor_map: B, box=(64, 64), swizzle=128")
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "generic.cu").write_text(NAIVE)
+    (tmp_path / "kernels" / "tma.cu").write_text(tma)
+    table = {"fallback": "generic", "entries": {Problem(4096, 4096, 4096).key: {"kernel": "tma"},
+                                                Problem(4096, 4096, 4096, 1, "TN").key: {"kernel": "tma"}}}
+    (tmp_path / "table.json").write_text(json.dumps(table))
+    lib = Library(tmp_path)
+    assert lib.lookup(Problem(4096, 4096, 4096)).name == "tma"
+    assert lib.lookup(Problem(4096, 4095, 4096)).name == "generic"  # NN: B's rows are N long
+    assert lib.lookup(Problem(4096, 4095, 4096, 1, "TN")).name == "tma"  # TN: B's rows are K long
+    assert not tma_compatible(lib.candidate("tma"), Problem(8, 8, 4095))

@@ -112,3 +112,13 @@ def test_curve_groups_and_first_last():
     assert groups == {"reward": ["reward"], "compile": ["compile_rate"]}
     headers, cells = first_last_table(curves, ["reward"])
     assert cells == [["reward", "0.500", "8.500"]]
+
+
+def test_goals_summary_from_the_h200_tune():
+    """Issue 3's per-class goals are judged from a real tune results file."""
+    from hgemm.summary import goals_markdown
+
+    results = json.loads((ROOT / "benchmarks" / "tune" / "bench.json").read_text())
+    md = goals_markdown(results)
+    assert "| aligned 4096^3 | 1 | vs_cublas |" in md and "## Misses" in md
+    assert "Whole grid (59 shapes)" in md

@@ -1,13 +1,13 @@
 """`hgemm tune`: evaluate the seed families' variants per shape and keep the fastest verified kernel.
 
-Pruning before any GPU time: the family's own `applicable()` filter, the compiler's resource report
-(no spills, registers x threads within the register file), and a wave/tile-efficiency estimate that
-keeps the few most promising variants of each family per shape. The survivors of one shape are
+Pruning before any GPU time: the family's own `applicable()` filter, a wave/tile-efficiency estimate
+that keeps the few most promising tile shapes of each family per shape, and the compiler's resource
+report (a variant that fails to compile or spills is dropped). The survivors of one shape are
 verified and timed together with the baselines (one interleaved run), so every winner is measured
 against the strongest baseline in the same run.
 
 Output folder: table.json (the dispatch table), kernels/<name>.cu (the winners), bench.json (the raw
-evaluation in `hgemm bench` format), summary.md.
+evaluation in `hgemm bench` format), summary.md, goals.md (against issue 3's targets).
 """
 
 from __future__ import annotations
@@ -69,17 +69,18 @@ def _layout_ok(text: str, layout: str) -> bool:
 
 
 def resources_ok(info: dict) -> bool:
-    """No spills, and the register file can hold at least one CTA (checked per layout)."""
-    for res in info.get("resources", {}).values():
-        if res["spill_stores"] or res["spill_loads"]:
-            return False
-    return True
+    """Compiled, and without spills in any layout: local-memory traffic makes a kernel a poor library
+    choice even when it happens to win one measurement."""
+    if info.get("status") != "compiled":
+        return False
+    return not any(res["spill_stores"] or res["spill_loads"] for res in info.get("resources", {}).values())
 
 
 def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | None = None,
          tiles_per_family: int = DEFAULT_TILES, arch: str | None = None, progress: bool = True) -> dict:
     """Evaluate shortlisted variants on every problem; write the dispatch table and the winners."""
     from .cli import run_bench
+    from .pool import compile_all
     from .summary import goals_markdown, markdown
 
     out_dir = Path(out_dir)
@@ -90,17 +91,22 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
     per_problem = {p: shortlist(p, tiles_per_family) for p in problems}
     union = {name: text for lst in per_problem.values() for name, text in lst}
     union["reference_mma_sync"] = fallback_text
-    wanted = {p: {n for n, _ in per_problem[p]} | {"reference_mma_sync"} for p in problems}
+    # prune by the resource report before any GPU time (compiles are cached, so run_bench reuses them)
+    layouts = tuple(sorted({p.layout for p in problems}))
+    named = sorted(union.items())
+    infos = {name: info for (name, _), (_, info) in zip(named, compile_all(named, layouts, arch))}
+    pruned = {name for name, info in infos.items() if not resources_ok(info)}
+    wanted = {p: ({n for n, _ in per_problem[p]} | {"reference_mma_sync"}) - pruned for p in problems}
     results = run_bench(sorted(union.items()), problems, options or EvalOptions(), arch, progress,
                         select=lambda problem, name: name in wanted[problem])
     results["grid"] = "tune shortlist"
+    results["pruned_by_resources"] = sorted(pruned)
     table = {"arch": results["arch"], "gpu_run": results["gpu_run"], "entries": {}, "fallback": "reference_mma_sync",
              "env": results["env"]}
     used = {"reference_mma_sync"}
     for pr in results["problems"]:
         problem = Problem.from_dict(pr["problem"])
-        ok = [(n, r) for n, r in pr["candidates"].items()
-              if r.get("status") == "ok" and r.get("time_us") and resources_ok(results["candidates"].get(n, {}))]
+        ok = [(n, r) for n, r in pr["candidates"].items() if r.get("status") == "ok" and r.get("time_us")]
         if not ok:
             continue
         name, r = min(ok, key=lambda nr: nr[1]["time_us"])

@@ -46,6 +46,7 @@ class CorpusConfig:
     exclude_path_globs: list = _default([])
     max_docs_per_package: int | None = None  # seeded subsample after filtering (smoke configs)
     reference_globs: list = _default(["kernels_corpus/reference/*.cu"])
+    reference_framings: int = 24  # each reference kernel also framed as the answer to this many grid problems
     family_variants: int = 200
     include_tasks: bool = True
     frame_examples: bool = True  # seed variants and task solutions as prompt -> candidate -> <|end|>
@@ -61,7 +62,7 @@ class CorpusConfig:
     dedup_threshold: float = 0.85
     dedup_num_perm: int = 128
     dedup_shingle_tokens: int = 5
-    near_dup_exempt_sources: list = _default(["family_variant"])
+    near_dup_exempt_sources: list = _default(["family_variant", "reference"])
     heldout_globs: list = _default(["kernels_corpus/heldout/*.cu"])
     decontam_ngram: int = 13
     decontam_threshold: float = 0.5
@@ -71,7 +72,8 @@ class CorpusConfig:
 
 def collect(cfg: CorpusConfig, skips: Counter, missing: list[str]):
     """Every raw document, project sources first so that they win exact/near-duplicate ties."""
-    yield from harvest.harvest_reference(cfg.reference_globs, skips)
+    yield from harvest.harvest_reference(cfg.reference_globs, skips,
+                                         cfg.reference_framings if cfg.frame_examples else 0, cfg.seed)
     if cfg.include_tasks:
         yield from harvest.harvest_tasks(missing, cfg.frame_examples)
     yield from harvest.harvest_family_variants(cfg.family_variants, cfg.seed, missing, cfg.frame_examples)

@@ -190,13 +190,29 @@ def _lazy(module: str, attribute: str, missing: list[str]):
     return None
 
 
-def harvest_reference(patterns: list[str], skips: Counter) -> Iterator[Document]:
+def harvest_reference(patterns: list[str], skips: Counter, framings: int = 0, seed: int = 0) -> Iterator[Document]:
+    """The reference kernels as they are, plus each framed as the answer to `framings` grid problems.
+
+    The references are the shortest complete candidates the project has (~1k tokens, against ~4k for a
+    tuned family variant), so they are what a small model can learn to write whole within its context."""
+    import random
+
     version = project_version()
     files = sorted({f for p in patterns for f in glob.glob(resolve_project_path(p))})
     for f in files:
         text = read_text_file(Path(f), skips)
-        if text is not None:
-            yield Document(text, "reference", PROJECT_PACKAGE, version, project_relative(f), PROJECT_LICENCE)
+        if text is None:
+            continue
+        rel = project_relative(f)
+        yield Document(text, "reference", PROJECT_PACKAGE, version, rel, PROJECT_LICENCE)
+        if framings <= 0:
+            continue
+        from training.prompts import format_training_example
+
+        problems = _framing_problems(text)
+        for problem in random.Random(f"{seed}:{rel}").sample(problems, min(framings, len(problems))):
+            yield Document(format_training_example(problem, text), "reference", PROJECT_PACKAGE, version,
+                           f"{rel}#{problem.key}", PROJECT_LICENCE)
 
 
 # Seed kernels are framed the way the model is prompted (training.prompts): a problem, then the
@@ -213,17 +229,23 @@ def _shape_class_for(name: str) -> str | None:
     return None
 
 
-def frame_family_variant(name: str, text: str, rng) -> str:
-    """`text` as the answer to a prompt for a grid problem it implements (same layout, its family's class)."""
+def _framing_problems(text: str) -> list:
+    """Grid problems whose layout the candidate implements (NN when its spec does not parse)."""
     from hgemm.candidate import SpecError, parse_spec
     from hgemm.problem import load_grid
-    from training.prompts import format_training_example
 
     try:
         layouts = parse_spec(text).layouts
     except SpecError:  # not a valid candidate: still a kernel worth reading, framed for an NN problem
         layouts = ("NN",)
-    problems = [p for p in load_grid(FRAMING_GRID) if p.layout in layouts]
+    return [p for p in load_grid(FRAMING_GRID) if p.layout in layouts]
+
+
+def frame_family_variant(name: str, text: str, rng) -> str:
+    """`text` as the answer to a prompt for a grid problem it implements (same layout, its family's class)."""
+    from training.prompts import format_training_example
+
+    problems = _framing_problems(text)
     cls = _shape_class_for(name)
     preferred = [p for p in problems if p.shape_class == cls] if cls else [
         p for p in problems if p.shape_class not in ("skinny", "batched_small")]

@@ -11,7 +11,7 @@ common=(--config configs/sections/pretrain.yaml --corpus results/corpus --tokeni
 CUDA_VISIBLE_DEVICES=0 timeout 260 python3 -m stages.pretrain "${common[@]}" --work /tmp/w1 --out /tmp/one_gpu \
   > "$OUT/one_gpu.log" 2>&1; echo "1 GPU exit $?"
 timeout 300 torchrun --standalone --nproc_per_node=2 -m stages.pretrain "${common[@]}" --work /tmp/w2 --out /tmp/two_gpu \
-  --deepspeed configs/deepspeed/zero2.json --set train.per_device_train_batch_size=8 > "$OUT/zero2.log" 2>&1
+  --deepspeed configs/deepspeed/zero2.json --set train.per_device_train_batch_size=4 > "$OUT/zero2.log" 2>&1
 echo "ZeRO-2 exit $?"
 cp /tmp/one_gpu/loss_curve.json "$OUT/loss_one_gpu.json"; cp /tmp/two_gpu/loss_curve.json "$OUT/loss_zero2.json"
 cp /tmp/one_gpu/metrics.json "$OUT/metrics_one_gpu.json"; cp /tmp/two_gpu/metrics.json "$OUT/metrics_zero2.json"

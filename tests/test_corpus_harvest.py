@@ -202,3 +202,16 @@ def test_seed_variants_are_framed_as_prompt_and_answer():
         assert cand.supports(layout), (d.path, shape, layout)
     tasks = list(harvest.harvest_tasks([]))
     assert tasks and all(t.text.startswith(PROBLEM_TOKEN) for t in tasks)
+
+
+def test_reference_kernels_are_framed_for_several_problems():
+    from collections import Counter
+
+    from training.prompts import PROBLEM_TOKEN
+
+    docs = list(harvest.harvest_reference(["kernels_corpus/reference/*.cu"], Counter(), framings=5, seed=3))
+    framed = [d for d in docs if d.text.startswith(PROBLEM_TOKEN)]
+    assert len(docs) == 3 + 15 and len(framed) == 15
+    assert len({d.path for d in framed}) == 15  # distinct problems, recorded in the path
+    again = list(harvest.harvest_reference(["kernels_corpus/reference/*.cu"], Counter(), framings=5, seed=3))
+    assert [d.path for d in again] == [d.path for d in docs]  # deterministic for a seed

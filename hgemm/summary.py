@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from .problem import Problem
+
 
 def geomean(xs: list[float]) -> float | None:
     xs = [x for x in xs if x and x > 0]
@@ -18,7 +20,7 @@ def best_candidate_per_problem(results: dict) -> dict[str, tuple[str, dict]]:
         ok = [(n, r) for n, r in pr["candidates"].items() if r.get("status") == "ok" and r.get("time_us")]
         if ok:
             p = pr["problem"]
-            key = f"b{p['batch']}_m{p['M']}_n{p['N']}_k{p['K']}_{p['layout']}"
+            key = Problem.from_dict(p).key
             best[key] = min(ok, key=lambda nr: nr[1]["time_us"])
     return best
 
@@ -76,7 +78,7 @@ def markdown(results: dict, title: str = "HGEMM benchmark") -> str:
         best = best_candidate_per_problem(results)
         for pr in results["problems"]:
             p = pr["problem"]
-            key = f"b{p['batch']}_m{p['M']}_n{p['N']}_k{p['K']}_{p['layout']}"
+            key = Problem.from_dict(p).key
             bb = pr.get("best_baseline")
             b_us = pr.get("best_baseline_us")
             b_tf = pr["baselines"][bb]["tflops"] if bb else None
@@ -109,7 +111,7 @@ def goals_markdown(results: dict) -> str:
     rows = []
     for pr in results["problems"]:
         p = pr["problem"]
-        key = f"b{p['batch']}_m{p['M']}_n{p['N']}_k{p['K']}_{p['layout']}"
+        key = Problem.from_dict(p).key
         if key not in best:
             continue
         name, r = best[key]

@@ -21,7 +21,7 @@ from .entry import Entry, EvalOptions
 from .params import gemm_param_buffer
 from .problem import Problem, TaskProblem
 from .runtime import KernelLaunchError, LoadedKernel, Utilities, device_properties, synchronize, utility_candidate
-from .timing import Timer, single_launch_us
+from .timing import Timer, single_launch_us, tracked
 from .verify import GuardedBuffer, check_output, problem_inputs, random_tensor, reference
 
 
@@ -199,13 +199,7 @@ class GemmEvaluator:
             launches = [self.bind(kernel, cand.spec, problem, sets.A[i], sets.B[i], outs[i], ws[i]) for i in range(n)]
             for o in outs:
                 o.view(torch.int16).fill_(0x7E00)  # poisoned: the re-check sees what the timed runs wrote
-            touched: set[int] = set()
-
-            def run(i: int, launches=launches, touched=touched) -> None:
-                touched.add(i)
-                launches[i]()
-
-            contenders[f"cand:{entry.name}"] = run
+            contenders[f"cand:{entry.name}"], touched = tracked(launches)
             cand_out[entry.name] = (outs, touched)
         slowest_ms = max([results[e.name].get("launch_us", 0.0) / 1e3 for e in entries if e.name in cand_out] + [0.0])
         reps = opts.reps if slowest_ms < opts.slow_kernel_ms else 3

@@ -20,7 +20,7 @@ from .entry import Entry
 from .params import Param, pack_params
 from .problem import TaskProblem
 from .runtime import KernelLaunchError, LoadedKernel, synchronize
-from .timing import Timer, single_launch_us
+from .timing import Timer, single_launch_us, tracked
 from .verify import GuardedBuffer
 
 CHECK_SEEDS = 3  # independent input draws per verification
@@ -161,13 +161,7 @@ class TaskEvaluator:
                 for t in o.values():
                     t.view(torch.uint8).fill_(0xFF if t.is_floating_point() else 0xA5)
             launches = [self._bind(kernel, cand.spec, task, sizes, sets[i] | outs[i]) for i in range(n)]
-            touched: set[int] = set()
-
-            def run(i: int, launches=launches, touched=touched) -> None:
-                touched.add(i)
-                launches[i]()
-
-            contenders[f"cand:{entry.name}"] = run
+            contenders[f"cand:{entry.name}"], touched = tracked(launches)
             outs_by_name[entry.name] = (outs, touched)
         contenders["torch"] = lambda i: task.compute(sets[i], sizes)
         timer = Timer(self.util, n, reps=self.options.reps, target_batch_ms=self.options.target_batch_ms,

@@ -151,6 +151,18 @@ class Timer:
         return summarize(samples, 1, "events")
 
 
+def tracked(launches: list[Callable[[], None]]) -> tuple[Callable[[int], None], set[int]]:
+    """A contender f(i) over per-set launchers, and the set of indices it ran: the re-check after
+    timing looks only at buffer sets the timed runs actually wrote."""
+    touched: set[int] = set()
+
+    def run(i: int) -> None:
+        touched.add(i)
+        launches[i]()
+
+    return run, touched
+
+
 def single_launch_us(fn: Callable[[], None]) -> float:
     """Rough duration of one call (used to budget slow kernels and to size batches)."""
     start, end = cuda.Event(), cuda.Event()

@@ -1,5 +1,7 @@
 import struct
 
+import pytest
+
 from hgemm.params import Param, pack_params
 
 
@@ -30,3 +32,15 @@ def test_gemm_param_buffer_packs_the_abi():
     buf = gemm_param_buffer(spec, Problem(5, 6, 7, 2), a, b, c, w)
     assert struct.unpack("<3Q4iQ", buf) == (a.data_ptr(), b.data_ptr(), c.data_ptr(), 5, 6, 7, 2, w.data_ptr())
     assert struct.unpack("<3Q4iQ", gemm_param_buffer(spec, Problem(5, 6, 7), a, b, c))[-1] == 0
+
+
+
+@pytest.mark.gpu
+def test_tracked_contender_records_the_sets_it_ran():
+    from hgemm.timing import tracked  # imports the GPU runtime
+
+    calls = []
+    run, touched = tracked([lambda k=k: calls.append(k) for k in range(4)])
+    for i in (2, 0, 2):
+        run(i)
+    assert calls == [2, 0, 2] and touched == {0, 2}

@@ -82,7 +82,7 @@ class GemmEvaluator:
         if smem > self.props["max_smem_per_block_optin"]:
             raise SpecError("smem", f"{smem} bytes exceed the device's {self.props['max_smem_per_block_optin']}")
         kernel.prepare_smem(smem)
-        buf = gemm_param_buffer(spec, problem, A, B, C, W)
+        buf = gemm_param_buffer(spec, problem, A, B, C, W, kernel.param_layout)
 
         if W is not None and W.numel():
             def launch():

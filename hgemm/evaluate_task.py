@@ -64,7 +64,7 @@ class TaskEvaluator:
                 params.append(Param(SCALAR_CODES[p.dtype], p.value_for(sizes)))
             else:
                 params.append(Param("P", tensors[p.name].data_ptr()))
-        buf = pack_params(params)
+        buf = pack_params(params, kernel.param_layout)
         return lambda: kernel.launch(grid, block, buf, smem)
 
     def verify(self, entry: Entry, task, sizes: dict, seed: int) -> dict:

@@ -156,4 +156,4 @@ def _launch(lib: Library, problem: Problem, A, B, C) -> None:
     grid, block, smem, ws_bytes = choice.candidate.spec.launch_dims(problem.variables() | {"num_sms": num_sms})
     kernel.prepare_smem(smem)
     ws = torch.zeros(max(1, ws_bytes), dtype=torch.uint8, device=A.device) if ws_bytes else None
-    kernel.launch(grid, block, gemm_param_buffer(choice.candidate.spec, problem, A, B, C, ws), smem)
+    kernel.launch(grid, block, gemm_param_buffer(choice.candidate.spec, problem, A, B, C, ws, kernel.param_layout), smem)

@@ -1,13 +1,20 @@
-"""Kernel parameter buffers, packed with the C ABI's natural alignment.
+"""Kernel parameter buffers, packed at the offsets the compiled kernel expects.
 
-PyCUDA's own argument packing does not align, and a CUtensorMap parameter must sit at a 64-byte
-offset, so the harness packs the whole buffer here and hands it to the launch as one block.
+PyCUDA's own argument packing does not align, so the harness packs the whole buffer here and hands it
+to the launch as one block. Where the offsets come from matters: ptxas aligns each parameter's
+*absolute* constant-bank address, and on sm_90 the parameters start at 0x210, so a 128-byte-aligned
+CUtensorMap after the HGEMM ABI's 48 bytes lands at offset 0x70, not at the 0x40 (or 0x80) that
+packing from zero gives. With a GPU the driver reports every offset (cuFuncGetParamInfo, see
+hgemm.runtime.LoadedKernel.param_layout) and that layout is used; natural alignment from zero is the
+fallback for drivers without the query, and is right for kernels without tensor maps.
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+
+from .candidate import SpecError
 
 
 @dataclass
@@ -22,32 +29,47 @@ class Param:
 _SIZES = {"P": (8, 8), "i": (4, 4), "q": (8, 8), "f": (4, 4), "T": (128, 64)}
 
 
-def pack_params(params: list[Param]) -> bytes:
-    buf = bytearray()
-    for p in params:
-        size, align = _SIZES[p.code]
-        buf += b"\0" * (-len(buf) % align)
-        if p.code == "T":
-            raw = bytes(p.value)
-            if len(raw) != 128:
-                raise ValueError("a CUtensorMap is 128 bytes")
-            buf += raw
-        elif p.code == "P":
-            buf += struct.pack("<Q", int(p.value))
-        else:
-            buf += struct.pack("<" + p.code, p.value)
+def _encode(p: Param) -> bytes:
+    if p.code == "T":
+        raw = bytes(p.value)
+        if len(raw) != 128:
+            raise ValueError("a CUtensorMap is 128 bytes")
+        return raw
+    if p.code == "P":
+        return struct.pack("<Q", int(p.value))
+    return struct.pack("<" + p.code, p.value)
+
+
+def pack_params(params: list[Param], layout: list[tuple[int, int]] | None = None) -> bytes:
+    """The parameter buffer. `layout` is the kernel's (offset, size) per parameter as the driver reports
+    it; a kernel whose signature does not match the ABI's parameters is a SpecError on `entry`, since
+    launching it would read garbage."""
+    if layout is None:
+        layout, end = [], 0
+        for p in params:
+            size, align = _SIZES[p.code]
+            end += -end % align
+            layout.append((end, size))
+            end += size
+    if len(layout) != len(params):
+        raise SpecError("entry", f"the kernel takes {len(layout)} parameters; the ABI passes {len(params)}")
+    buf = bytearray(max((off + size for off, size in layout), default=0))
+    for i, (p, (off, size)) in enumerate(zip(params, layout)):
+        if size != _SIZES[p.code][0]:
+            raise SpecError("entry", f"kernel parameter {i} is {size} bytes; the ABI passes {_SIZES[p.code][0]}")
+        buf[off:off + size] = _encode(p)
     return bytes(buf)
 
 
-def gemm_param_buffer(spec, problem, A, B, C, W=None) -> bytes:
+def gemm_param_buffer(spec, problem, A, B, C, W=None, layout: list[tuple[int, int]] | None = None) -> bytes:
     """The packed HGEMM ABI: pointers, sizes, workspace, then one TMA descriptor per tensor_map line.
-    A, B, C, W are anything with data_ptr() (torch tensors); W may be None."""
+    A, B, C, W are anything with data_ptr() (torch tensors); W may be None. `layout` as in pack_params."""
     params = [Param("P", A.data_ptr()), Param("P", B.data_ptr()), Param("P", C.data_ptr()),
               Param("i", problem.M), Param("i", problem.N), Param("i", problem.K), Param("i", problem.batch),
               Param("P", W.data_ptr() if W is not None else 0)]
     if spec.tensor_maps:
-        from .runtime import encode_tensor_map  # GPU-only: the driver encodes descriptors
+        from .tensormap import encode_tensor_map
 
         operands = {"A": A, "B": B, "C": C}
         params += [Param("T", encode_tensor_map(operands[t.operand], t.box, t.swizzle)) for t in spec.tensor_maps]
-    return pack_params(params)
+    return pack_params(params, layout)

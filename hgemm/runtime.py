@@ -1,8 +1,8 @@
 """Load cubins and launch kernels through PyCUDA, on the primary context shared with torch and CuPy.
 
-Buffers are torch tensors; kernels get their raw device pointers. The parameter buffer is packed here
-with the kernel ABI's natural alignment (a CUtensorMap is 128 bytes aligned to 64), and handed to
-PyCUDA's launch as one block, so no per-argument Python conversion runs on the launch path.
+Buffers are torch tensors; kernels get their raw device pointers. The parameter buffer is packed by
+hgemm.params at the offsets the driver reports for the loaded function (LoadedKernel.param_layout),
+and handed to PyCUDA's launch as one block, so no per-argument Python conversion runs on the launch path.
 
 Everything here needs a GPU; import it only inside GPU code paths.
 """
@@ -68,24 +68,32 @@ def is_sticky(err: Exception) -> bool:
         return True
 
 
-def encode_tensor_map(t: torch.Tensor, box: tuple[int, int], swizzle: int) -> bytes:
-    """A TMA descriptor for a contiguous fp16 (batch, rows, cols) tensor; ValueError if TMA refuses it."""
-    from cuda.bindings import driver as cu
-
-    batch, rows, cols = t.shape
-    if (cols * 2) % 16 or t.data_ptr() % 16:
-        raise ValueError(f"TMA needs 16-byte aligned rows; a row of {cols} fp16 is {cols * 2} bytes")
-    sw = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[swizzle]
-    err, tmap = cu.cuTensorMapEncodeTiled(
-        cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, t.data_ptr(),
-        [cols, rows, batch], [cols * 2, rows * cols * 2], [box[1], box[0], 1], [1, 1, 1],
-        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{sw}"),
-        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+def _param_layout(cubin_path: str, entry: str) -> list[tuple[int, int]] | None:
+    """(offset, size) of each kernel parameter as the driver lays them out (cuFuncGetParamInfo, CUDA
+    12.4+), or None where the query is unavailable. PyCUDA does not expose the query, so the cubin is
+    loaded a second time through cuda.bindings, in the same (current) context, just to ask."""
+    try:
+        from cuda.bindings import driver as cu
+    except ImportError:
+        return None
+    with open(cubin_path, "rb") as f:
+        err, module = cu.cuModuleLoadData(f.read())
     if err != cu.CUresult.CUDA_SUCCESS:
-        raise ValueError(f"cuTensorMapEncodeTiled refused box {box}, swizzle {swizzle}: {err}")
-    return struct.pack("<16Q", *tmap.opaque)
+        return None
+    try:
+        err, func = cu.cuModuleGetFunction(module, entry.encode())
+        if err != cu.CUresult.CUDA_SUCCESS:
+            return None
+        layout = []
+        while True:
+            err, offset, size = cu.cuFuncGetParamInfo(func, len(layout))
+            if err == cu.CUresult.CUDA_ERROR_INVALID_VALUE:  # past the last parameter
+                return layout
+            if err != cu.CUresult.CUDA_SUCCESS:  # e.g. CUDA_ERROR_NOT_SUPPORTED on an old driver
+                return None
+            layout.append((int(offset), int(size)))
+    finally:
+        cu.cuModuleUnload(module)
 
 
 class LoadedKernel:
@@ -98,6 +106,7 @@ class LoadedKernel:
         self.entry = entry
         self.static_smem = self.function.get_attribute(cuda.function_attribute.SHARED_SIZE_BYTES)
         self._dynamic_limit = 48 * 1024 - self.static_smem  # what a launch may ask without opting in
+        self.param_layout = _param_layout(cubin_path, entry)
 
     def attributes(self) -> dict:
         fa = cuda.function_attribute

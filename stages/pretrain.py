@@ -45,7 +45,7 @@ def main(argv=None) -> None:
     metrics = run_pretrain(config, args.corpus, args.tokenizer, args.work, args.out, args.deepspeed)
     if metrics is not None:
         keys = ("train_loss", "eval_loss", "perplexity", "tokens_per_second", "mfu", "parse_rate", "compile_rate",
-                "wall_time_s")
+                "pass_rate", "wall_time_s")
         print(json.dumps({k: metrics[k] for k in keys}, indent=2))
 
 

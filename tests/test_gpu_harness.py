@@ -27,6 +27,7 @@ ADVERSARIAL = {
     "uninit_smem": {"wrong"},
     "lying_grid": {"wrong"},
     "lying_smem": {"crash", "launch_error", "wrong"},
+    "wrong_signature": {"launch_error"},
 }
 
 
@@ -152,3 +153,17 @@ def test_known_duration_is_measured(evaluator, micros):
     stats = timer.time_interleaved({"spin": _spin_launcher(evaluator, micros)})["spin"]
     assert micros <= stats.median_us <= micros * 1.05 + 3.0, stats
     assert stats.spread < 0.1, stats
+
+
+def test_sampled_candidates_are_verified_on_the_gpu():
+    # The pretraining sample check: an honest kernel passes, one that skips rows is `wrong`, garbage
+    # never reaches the GPU.
+    from training.sampling import check_candidates
+
+    p = Problem(130, 70, 33)
+    honest = (ROOT / "kernels_corpus" / "reference" / "naive.cu").read_text()
+    partial = (ROOT / "tests" / "adversarial" / "partial_write.cu").read_text()
+    checks, summary = check_candidates([(p, honest), (p, partial), (p, "not a kernel")])
+    assert [c.verdict for c in checks] == ["ok", "wrong", None]
+    assert summary["pass_rate"] == pytest.approx(1 / 3)
+    assert summary["checked"].startswith("parse+compile, then verification")

@@ -12,11 +12,52 @@ def test_gemm_abi_layout():
     assert struct.unpack_from("<3Q4iQ", buf) == (0x1000, 0x2000, 0x3000, 5, 6, 7, 2, 0)
 
 
-def test_tensor_map_is_64_byte_aligned():
-    tmap = bytes(range(128))
-    buf = pack_params([Param("P", 1), Param("i", 3), Param("T", tmap), Param("T", tmap)])
-    assert buf[64:192] == tmap and buf[192:320] == tmap
-    assert len(buf) == 320
+def test_driver_layout_places_tensor_maps():
+    # The layout ptxas 13.0 gives a wgmma candidate on sm_90a (read from its cubin's EIATTR_KPARAM_INFO):
+    # the maps sit at 0x70 and 0xF0 because parameters start at constant-bank address 0x210 and each
+    # CUtensorMap's absolute address is 128-byte aligned. Natural packing from zero would put the first
+    # at 0x40 and the kernel would read garbage descriptors.
+    layout = [(0x0, 8), (0x8, 8), (0x10, 8), (0x18, 4), (0x1C, 4), (0x20, 4), (0x24, 4), (0x28, 8),
+              (0x70, 128), (0xF0, 128)]
+    tmap_a, tmap_b = bytes(range(128)), bytes(range(128, 256))
+    params = [Param("P", 1), Param("P", 2), Param("P", 3), Param("i", 4), Param("i", 5), Param("i", 6),
+              Param("i", 7), Param("P", 0), Param("T", tmap_a), Param("T", tmap_b)]
+    buf = pack_params(params, layout)
+    assert len(buf) == 0x170
+    assert buf[0x70:0xF0] == tmap_a and buf[0xF0:0x170] == tmap_b
+    assert struct.unpack_from("<3Q4iQ", buf) == (1, 2, 3, 4, 5, 6, 7, 0)
+    assert pack_params(params)[0x40:0xC0] == tmap_a  # the natural packing, for contrast
+
+
+def test_signature_mismatch_is_a_spec_error():
+    from hgemm.candidate import SpecError
+
+    params = [Param("P", 1), Param("i", 2)]
+    with pytest.raises(SpecError, match="takes 3 parameters"):
+        pack_params(params, [(0, 8), (8, 4), (12, 4)])
+    with pytest.raises(SpecError, match="parameter 1 is 8 bytes"):
+        pack_params(params, [(0, 8), (8, 8)])
+
+
+def test_tensor_map_arguments_reach_the_driver():
+    # The bindings take cuuint64_t/cuuint32_t objects; plain ints raise TypeError before any driver
+    # call. Here (no GPU) the call must get as far as the driver: refused (ValueError) or no driver library.
+    pytest.importorskip("cuda.bindings.driver")
+    from types import SimpleNamespace
+
+    from hgemm.tensormap import encode_tensor_map
+
+    fake = SimpleNamespace(shape=(2, 256, 128), data_ptr=lambda: 1 << 20)
+    try:
+        encode_tensor_map(fake, (128, 64), 128)
+    except ValueError:
+        pass
+    except (TypeError, OverflowError, struct.error):
+        raise
+    except Exception as e:  # noqa: BLE001 - the driver library is absent on a CPU-only machine
+        assert "driver" in str(e).lower(), e
+    with pytest.raises(ValueError, match="16-byte aligned rows"):
+        encode_tensor_map(SimpleNamespace(shape=(1, 8, 33), data_ptr=lambda: 0), (8, 33), 128)
 
 
 def test_gemm_param_buffer_packs_the_abi():

@@ -211,6 +211,9 @@ def test_deepspeed_configs(stage):
     for key in ("train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "gradient_clipping", "train_batch_size"):
         assert cfg[key] == "auto", key  # filled from TrainingArguments, so YAML stays the one source
     assert cfg["bf16"]["enabled"] == "auto"
+    # No optimizer block: the Trainer's own torch AdamW is handed to DeepSpeed, so nothing is JIT-built
+    # (DeepSpeed's FusedAdam compiles a CUDA extension at start-up, minutes on a fresh machine).
+    assert "optimizer" not in cfg and cfg["zero_allow_untested_optimizer"] is True
     if stage == 3:
         # Without it save_model would write empty shards instead of the gathered weights.
         assert cfg["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"] is True

@@ -328,6 +328,7 @@ def run_pretrain(
         "mfu": mfu(tokens_per_second or 0.0, flops_per_token, peak_flops()),
         "parse_rate": sampling["parse_rate"],
         "compile_rate": sampling["compile_rate"] if sampling["compile_rate"] is not None else sampling["compile"],
+        "pass_rate": sampling["pass_rate"],  # None on a CPU machine: nothing was run
         "wall_time_s": time.perf_counter() - wall_start,
         "train": {
             "global_step": global_step,

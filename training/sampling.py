@@ -1,9 +1,9 @@
-"""Sample candidates for HGEMM prompts and measure how many parse and compile.
+"""Sample candidates for HGEMM prompts and measure how many parse, compile and pass verification.
 
-After pretraining this gives the rate RL starts from. Nothing here runs a kernel: on a CPU machine
-that is all there is, and on a GPU the harness (hgemm.evaluate) is where correctness is decided.
-Compilation goes through hgemm.compile, imported lazily so a machine without it still samples and
-reports parse rates, saying plainly that compile was not available.
+After pretraining this gives the rate RL starts from. Compilation goes through hgemm.compile, imported
+lazily so a machine without it still samples and reports parse rates, saying plainly that compile was
+not available. With a GPU the compiled candidates are verified by the harness (hgemm.judge, fresh
+random inputs, no timing); on a CPU machine nothing is run and the summary says so.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ class CandidateCheck:
     parse_error: str | None = None
     compiled: bool | None = None  # None: not attempted (did not parse, or no compiler here)
     compile_error: str | None = None
+    verdict: str | None = None  # the harness status on a GPU (ok, wrong, crash, ...); None: not run
 
 
 def _load_compiler():
@@ -89,8 +90,10 @@ def check_candidates(
     compile: bool = True,
     arch: str | None = None,
     workers: int | None = None,
+    verify: bool | None = None,
 ) -> tuple[list[CandidateCheck], dict]:
-    """Parse (and compile) each (problem, completion); returns the per-sample checks and a summary.
+    """Parse and compile each (problem, completion), and verify the compiled ones on the GPU (verify=None:
+    when one is visible); returns the per-sample checks and a summary.
 
     A failure is recorded, never raised: a compiler crash on one candidate counts as a compile failure."""
     checks = []
@@ -118,12 +121,21 @@ def check_candidates(
         with ThreadPoolExecutor(max_workers=workers or min(8, os.cpu_count() or 1)) as pool:
             list(pool.map(run_one, todo))
 
+    if verify is None:
+        verify = compiler is not None and torch.cuda.is_available()
+    if verify and compiler is not None:
+        _verify_compiled(checks, samples, arch)
+
     n = len(checks)
     parsed = sum(c.parsed for c in checks)
     compiled = sum(bool(c.compiled) for c in checks)
     summary = {
         "samples": n,
-        "checked": "parse+compile only; no kernel was run, so nothing was verified or timed",
+        "checked": ("parse+compile, then verification on the GPU (harness, fresh random inputs; not timed)"
+                    if verify and compiler is not None else
+                    "parse+compile only; no kernel was run, so nothing was verified or timed"),
+        "pass_rate": (sum(c.verdict == "ok" for c in checks) / n if n else 0.0) if verify and compiler is not None else None,
+        "verdicts": _top_errors(c.verdict for c in checks if c.verdict),
         "parse_rate": parsed / n if n else 0.0,
         "compile": compile_status,
         "compile_rate": (compiled / n if n else 0.0) if compiler is not None else None,
@@ -132,6 +144,20 @@ def check_candidates(
         "compile_errors": _top_errors(c.compile_error for c in checks),
     }
     return checks, summary
+
+
+def _verify_compiled(checks: list[CandidateCheck], samples: list[tuple[Problem, str]], arch: str | None) -> None:
+    """Run the harness's verification (no timing) on every compiled candidate, on its own problem."""
+    from hgemm.entry import EvalOptions
+    from hgemm.judge import KernelJudge
+
+    todo = [(c, p) for c, (p, _) in zip(checks, samples) if c.compiled]
+    if not todo:
+        return
+    with KernelJudge(EvalOptions(timing=False), gpu=True, arch=arch) as judge:
+        verdicts = judge.judge([c.candidate for c, _ in todo], [[p] for _, p in todo])
+    for (check, _), v in zip(todo, verdicts):
+        check.verdict = v["status"]
 
 
 def _top_errors(errors, k: int = 5) -> dict[str, int]:
@@ -160,13 +186,13 @@ def sample_and_check(
     """num_samples completions spread round-robin over problems, then checked; (records, summary)."""
     per_problem = [num_samples // len(problems) + (i < num_samples % len(problems)) for i in range(len(problems))]
     chosen = [(p, k) for p, k in zip(problems, per_problem) if k]
-    samples: list[tuple[Problem, str]] = []
-    for problem, k in chosen:
-        texts = generate_completions(
-            model, tokenizer, [format_problem_prompt(problem, arch=prompt_arch)], k,
-            max_new_tokens, temperature, top_p, batch_size,
-        )[0]
-        samples += [(problem, t) for t in texts]
+    # One generate call over every problem's prompts, batched: a batch of one is launch-bound on a GPU.
+    owners = [p for p, k in chosen for _ in range(k)]
+    texts = generate_completions(
+        model, tokenizer, [format_problem_prompt(p, arch=prompt_arch) for p in owners], 1,
+        max_new_tokens, temperature, top_p, batch_size,
+    )
+    samples: list[tuple[Problem, str]] = [(p, t[0]) for p, t in zip(owners, texts)]
     checks, summary = check_candidates(samples, compile=compile, arch=arch)
     records = [dict(asdict(c), completion=t) for c, (_, t) in zip(checks, samples)]
     return records, summary

@@ -1,0 +1,101 @@
+"""Sampling speed of the pretraining-sized model: milliseconds per generated token step, and where they go.
+
+RL steps are dominated by generation (a gpu-quick GRPO step of 32 completions x ~1000 tokens took
+~55 s, i.e. ~55 ms a token step, for a ~90M model that trains at 265k tokens/s). This measures
+`model.generate` as the stages call it (left-padded batch, sampling, KV cache) under a few settings,
+and profiles one, so the slow part is named rather than guessed.
+
+    python -m benchmarks.generation_speed [--batch 32] [--prompt 400] [--new 256] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+import yaml
+from transformers import LlamaConfig, LlamaForCausalLM
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def build(dtype: torch.dtype, attn: str, tiny: bool) -> LlamaForCausalLM:
+    m = yaml.safe_load((ROOT / "configs" / "sections" / "pretrain.yaml").read_text())["model"]
+    sizes = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2) if tiny else {k: m[k] for k in (
+                     "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads")}
+    cfg = LlamaConfig(vocab_size=16384, max_position_embeddings=m["max_position_embeddings"], tie_word_embeddings=True,
+                      pad_token_id=0, bos_token_id=1, eos_token_id=2, attn_implementation=attn, **sizes)
+    return LlamaForCausalLM(cfg).to(dtype)
+
+
+def time_generate(model, batch: int, prompt: int, new: int, device: str, **kw) -> float:
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(3, 16384, (batch, prompt), generator=gen)
+    mask = torch.ones_like(ids)
+    for i in range(batch):  # left padding of varying width, as the stages batch prompts
+        pad = (i * 37) % (prompt // 4)
+        ids[i, :pad], mask[i, :pad] = 0, 0
+    ids, mask = ids.to(device), mask.to(device)
+    args = dict(input_ids=ids, attention_mask=mask, do_sample=True, temperature=0.8, top_p=0.95, pad_token_id=0,
+                eos_token_id=[2], **kw)
+    with torch.no_grad():
+        model.generate(**args, max_new_tokens=8, min_new_tokens=8)  # warm-up
+        if device == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        out = model.generate(**args, max_new_tokens=new, min_new_tokens=new)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    assert out.shape[1] == prompt + new
+    return (time.perf_counter() - start) / new * 1e3
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--prompt", type=int, default=400)
+    ap.add_argument("--new", type=int, default=256)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    tiny = device == "cpu"  # on a CPU this checks the script, not the figure
+    settings = [("fp32", torch.float32, "sdpa", {}), ("bf16", torch.bfloat16, "sdpa", {}),
+                ("bf16 eager attention", torch.bfloat16, "eager", {}),
+                ("bf16 static cache", torch.bfloat16, "sdpa", {"cache_implementation": "static"})]
+    rows = []
+    for label, dtype, attn, kw in settings:
+        model = build(dtype, attn, tiny).to(device).eval()
+        try:
+            ms = time_generate(model, args.batch, args.prompt, args.new, device, **kw)
+            rows.append({"setting": label, "ms_per_token_step": ms, "tokens_per_s": args.batch * 1e3 / ms})
+        except Exception as e:  # noqa: BLE001 - a setting this transformers version refuses is a result too
+            rows.append({"setting": label, "error": f"{type(e).__name__}: {e}"[:300]})
+        print(rows[-1], flush=True)
+
+    # Where the time goes in the stages' setting (bf16, sdpa, dynamic cache).
+    model = build(torch.bfloat16, "sdpa", tiny).to(device).eval()
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if device == "cuda" else [])
+    with torch.profiler.profile(activities=activities) as prof:
+        time_generate(model, args.batch, args.prompt, 64, device)
+    sort = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    table_cpu = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15)
+    table_gpu = prof.key_averages().table(sort_by=sort, row_limit=15)
+    result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
+              "batch": args.batch, "prompt": args.prompt, "new_tokens": args.new, "model": "tiny" if tiny else "pretrain.yaml",
+              "rows": rows, "profile_self_cpu": table_cpu, "profile_device": table_gpu}
+    out = args.out or (os.path.join(os.environ["OUT"], "generation_speed.json") if os.environ.get("OUT") else None)
+    if out:
+        Path(out).write_text(json.dumps(result, indent=1))
+    print(table_cpu)
+    print(table_gpu)
+    for r in rows:
+        print(f"{r['setting']:24s} " + (f"{r['ms_per_token_step']:7.2f} ms/step {r['tokens_per_s']:9.0f} tok/s" if "error" not in r else r["error"]))
+
+
+if __name__ == "__main__":
+    main()

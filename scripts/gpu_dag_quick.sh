@@ -3,7 +3,7 @@
 # keeping (metrics, curves, logs, report, bench, tune table, held-out list, kernel DBs; no weights)
 # packed into $OUT/dag.tgz. Usage (GPU machine, repo root): bash scripts/gpu_dag_quick.sh [SECONDS]
 source scripts/gpu_env.sh
-LIMIT=${1:-520}
+LIMIT=${1:-570}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
 start=$(date +%s)
 timeout "$LIMIT" snakemake --cores all --keep-going --configfile configs/gpu-quick.yaml > "$OUT/snakemake.log" 2>&1

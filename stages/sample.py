@@ -114,13 +114,13 @@ def model_generator(model_dir: str, settings: SampleSettings) -> Generate:
     """Generation with the saved model (bf16 on a GPU); imported lazily so --help stays fast."""
     import torch
 
-    from training.model import load_causal_lm, load_tokenizer
+    from training.model import SAMPLING_ATTENTION, load_causal_lm, load_tokenizer
     from training.sampling import generate_completions
 
     torch.manual_seed(settings.seed)
     tokenizer = load_tokenizer(model_dir)
     on_gpu = torch.cuda.is_available()
-    model = load_causal_lm(model_dir, tokenizer, dtype=torch.bfloat16 if on_gpu else torch.float32)
+    model = load_causal_lm(model_dir, tokenizer, SAMPLING_ATTENTION, dtype=torch.bfloat16 if on_gpu else torch.float32)
     model.to("cuda" if on_gpu else "cpu")
 
     def generate(prompts: list[str], k: int) -> list[list[str]]:

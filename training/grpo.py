@@ -24,7 +24,7 @@ from transformers.trainer_utils import get_last_checkpoint
 
 from hgemm.entry import EvalOptions
 from stages.common import write_json
-from training.model import load_causal_lm, load_tokenizer, stop_token_ids
+from training.model import SAMPLING_ATTENTION, load_causal_lm, load_tokenizer, stop_token_ids
 from training.pretrain import TrainClock, _checkpoint_state
 
 
@@ -108,7 +108,8 @@ def resume_key(grpo: GRPOSettings, **rest) -> dict:
 def load_policy(model_dir: str) -> tuple[torch.nn.Module, PreTrainedTokenizerBase]:
     """The model a previous stage saved, with its tokenizer; generation stops at eos or `<|end|>`."""
     tokenizer = load_tokenizer(model_dir)
-    model = load_causal_lm(model_dir, tokenizer)
+    # Most of a GRPO step is sampling, so the policy uses the attention that samples fastest.
+    model = load_causal_lm(model_dir, tokenizer, SAMPLING_ATTENTION)
     # TRL stops a completion at every eos id the generation config declares
     model.generation_config.eos_token_id = stop_token_ids(tokenizer)
     return model, tokenizer
@@ -284,7 +285,7 @@ def train_grpo(model, tokenizer, reward_func, train_dataset, settings: GRPOSetti
     args = build_grpo_config(settings, work_dir, has_eval=eval_dataset is not None)
     clock = TrainClock(settings.max_train_seconds)
     if finished:
-        model = load_causal_lm(last, tokenizer)
+        model = load_causal_lm(last, tokenizer, SAMPLING_ATTENTION)
         model.generation_config.eos_token_id = stop_token_ids(tokenizer)
     trainer = GRPOTrainer(
         model=model,

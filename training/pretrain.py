@@ -28,7 +28,14 @@ from transformers.trainer_utils import get_last_checkpoint
 from hgemm.problem import Problem
 from stages.common import build_dataclass, guard_resume, write_json, write_metrics
 from training.data import load_corpus, packed_splits
-from training.model import ModelSettings, build_model, count_parameters, load_causal_lm, tokenizer_for
+from training.model import (
+    SAMPLING_ATTENTION,
+    ModelSettings,
+    build_model,
+    count_parameters,
+    load_causal_lm,
+    tokenizer_for,
+)
 from training.sampling import sample_and_check
 from training.throughput import mfu, model_flops_per_token, peak_flops
 
@@ -307,8 +314,7 @@ def run_pretrain(
 
     sample_start = time.perf_counter()
     on_gpu = torch.cuda.is_available()
-    final = load_causal_lm(str(out), tokenizer, cfg.model.attn_implementation,
-                           dtype=torch.bfloat16 if on_gpu else torch.float32)
+    final = load_causal_lm(str(out), tokenizer, SAMPLING_ATTENTION, dtype=torch.bfloat16 if on_gpu else torch.float32)
     final.to("cuda" if on_gpu else "cpu")
     records, sampling = sample_and_check(
         final, tokenizer, problems, cfg.sample.num_samples, cfg.sample.max_new_tokens,

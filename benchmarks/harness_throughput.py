@@ -1,7 +1,7 @@
 """Harness throughput: candidate x shape evaluations per minute, with cold compiles and with cache hits.
 
 The RL stages call the harness for every sampled kernel, so its throughput bounds the RL step rate.
-Candidates are real 100-300 line kernels (the seed families' variants when importable, else the
+Candidates are real kernels of 40-400 lines (the seed families' variants when importable, else the
 reference kernels), each given a unique marker comment per run so the cold phase really compiles.
 
     python benchmarks/harness_throughput.py --candidates 48 --out $OUT/harness_throughput.json

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import torch
+from accelerate.state import AcceleratorState
 from datasets import Dataset
 from transformers import Trainer, TrainerCallback, TrainingArguments, set_seed
 
@@ -110,6 +111,9 @@ def synthetic_documents(n: int, vocab: int, first_id: int, seed: int = 0) -> Dat
 
 
 def run_arm(name, cfg, make_model, args, dataset, collator, warmup, steps, context_of):
+    # Each arm has its own precision; accelerate keeps one process-wide state and refuses a second
+    # Trainer with a different mixed_precision unless the state is cleared first.
+    AcceleratorState._reset_state(reset_partial_state=True)
     set_seed(cfg.train.seed)
     model = make_model()
     timer = StepTimer(warmup)

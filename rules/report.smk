@@ -8,6 +8,8 @@ rule report:
         rl_hgemm=out("rl_hgemm", "metrics.json"),
         tune=out("tune", "metrics.json"),
         bench=out("bench", "results.json"),
+        tokenizer=out("tokenizer", "metrics.json"),
+        sample=out("sample", "metrics.json"),
     output:
         html=report(out("report", "report.html"), category="Report"),
         markdown=report(out("report", "report.md"), category="Report"),
@@ -18,6 +20,9 @@ rule report:
         rl_hgemm=out("rl_hgemm"),
         tune=out("tune"),
         bench=out("bench"),
+        tokenizer=out("tokenizer"),
+        sample=out("sample"),
+        stage_times=f"{RESULTS}/benchmarks",
         out=out("report"),
     threads: 1
     log:
@@ -27,4 +32,5 @@ rule report:
     shell:
         "python -m stages.report --config {input.config} --corpus {params.corpus} --pretrain {params.pretrain}"
         " --rl-general {params.rl_general} --rl-hgemm {params.rl_hgemm} --tune {params.tune}"
-        " --bench {params.bench} --out {params.out} > {log} 2>&1"
+        " --bench {params.bench} --tokenizer {params.tokenizer} --sample {params.sample}"
+        " --stage-times {params.stage_times} --out {params.out} > {log} 2>&1"

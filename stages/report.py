@@ -30,13 +30,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rl-hgemm", dest="rl_hgemm", help="rl_hgemm stage folder (curves.json, metrics.json)")
     ap.add_argument("--tune", help="tune stage folder (metrics.json)")
     ap.add_argument("--bench", help="bench stage folder (results.json), or any `hgemm bench` results file")
+    ap.add_argument("--tokenizer", help="tokenizer stage folder (metrics.json)")
+    ap.add_argument("--sample", help="sample stage folder (metrics.json)")
+    ap.add_argument("--stage-times", dest="stage_times", help="Snakemake benchmark folder (<stage>.tsv wall times)")
     ap.add_argument("--out", required=True, help="output folder: report.html, report.md, figures/, metrics.json")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override one setting (value parsed as YAML); repeatable")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     settings = build_dataclass(ReportSettings, load_stage_config(args.config, "report", args.overrides), "report")
-    inputs = ReportInputs(args.corpus, args.pretrain, args.rl_general, args.rl_hgemm, args.tune, args.bench)
+    inputs = ReportInputs(args.corpus, args.pretrain, args.rl_general, args.rl_hgemm, args.tune, args.bench,
+                          args.tokenizer, args.sample, args.stage_times)
     summary = build_report(inputs, settings, args.out)
     write_metrics(args.out, {"stage": "report", **summary})
     print(f"report: {'timed' if summary['timed'] else 'NOTHING TIMED'}, {summary['figures']} figures, "

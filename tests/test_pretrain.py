@@ -294,3 +294,37 @@ def test_throughput_benchmark_runs_on_cpu(tmp_path, tokenizer_dir, monkeypatch):
     assert set(saved["arms"]) == {"hf_defaults", "configured"}
     assert saved["arms"]["configured"]["real_token_fraction"] == 1.0
     assert result["configured_over_hf_defaults"] > 0
+
+
+# ---- several ranks agree when the time budget ends ---------------------------------------------------
+
+def _budget_rank(rank: int, port: int, out) -> None:
+    import torch.distributed as dist
+
+    from training.pretrain import _agreed
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    try:
+        # rank 0's clock says stop, rank 1's does not (and the other way round): rank 0 decides for both
+        out.put((rank, _agreed(rank == 0, "cpu"), _agreed(rank == 1, "cpu")))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_time_budget_decision_is_rank_zeros():
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_budget_rank, args=(r, port, out)) for r in range(2)]
+    for p in procs:
+        p.start()
+    results = sorted(out.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=30)
+    assert results == [(0, True, False), (1, True, False)]

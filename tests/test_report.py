@@ -46,10 +46,14 @@ def _cpu_results() -> dict:
 
 def test_report_from_h200_fixture(tmp_path):
     _curves(tmp_path / "rl_hgemm")
+    times = tmp_path / "benchmarks"  # Snakemake's benchmark: files, one per stage
+    times.mkdir()
+    for stage, secs in (("corpus", 29.7), ("pretrain", 129.3)):
+        (times / f"{stage}.tsv").write_text(f"s\th:m:s\tmax_rss\n{secs}\t0:00:30\t667.5\n")
     out = tmp_path / "report"
     assert report_stage.main(["--config", _config(tmp_path), "--bench", str(FIXTURE), "--corpus", str(CORPUS_STATS),
                               "--rl-hgemm", str(tmp_path / "rl_hgemm"), "--rl-general", str(tmp_path / "none"),
-                              "--out", str(out)]) == 0
+                              "--stage-times", str(times), "--out", str(out)]) == 0
     html = (out / "report.html").read_text()
     md = (out / "report.md").read_text()
     assert "nothing was timed" not in html.lower() and "nothing was timed" not in md.lower()
@@ -67,6 +71,9 @@ def test_report_from_h200_fixture(tmp_path):
     docs = json.loads((CORPUS_STATS / "stats.json").read_text())["total"]["docs"]
     assert f"{docs:,} documents" in md and "nvidia-cutlass" in md  # corpus statistics
     assert "NVIDIA H200" in md and "580.159.04" in md  # environment
+    # the headline names whose kernels were measured: here the reference kernels, no model
+    assert "No model-written kernel is among these results; the fastest verified candidate (mma_sync" in md
+    assert "| corpus | 29.7 | 668 |" in md and "| pretrain | 129.3 |" in md and "their sum is 159 s" in md
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["timed"] is True and metrics["figures"] == 3
 
@@ -112,6 +119,12 @@ def test_curve_groups_and_first_last():
     assert groups == {"reward": ["reward"], "compile": ["compile_rate"]}
     headers, cells = first_last_table(curves, ["reward"])
     assert cells == [["reward", "0.500", "8.500"]]
+    # 7 steps: ceil(20%) = 2 rows a phase, as training.grpo.compare_phases counts them for metrics.json
+    from training.grpo import compare_phases
+
+    headers, cells = first_last_table(curves[:7], ["reward"])
+    assert headers[1] == "first 20% (2 steps)" and cells == [["reward", "0.500", "5.500"]]
+    assert compare_phases(curves[:7])["reward"] == {"first": 0.5, "last": 5.5}
 
 
 def test_goals_summary_from_the_h200_tune():

@@ -148,10 +148,23 @@ class TrainClock(TrainerCallback):
         if self._step_start is not None:
             self.step_seconds += now - self._step_start
             self.steps += 1
-        if self.max_seconds is not None and now - self._began > self.max_seconds:
+        if self.max_seconds is not None and _agreed(now - self._began > self.max_seconds, args.device):
             self.stopped_by_budget = True
             control.should_training_stop = True
             control.should_save = True
+
+
+def _agreed(decision: bool, device) -> bool:
+    """Rank 0's decision, on every rank. Clocks differ between ranks, and ranks that stop training at
+    different steps leave one waiting in a gradient all-reduce forever (a time-capped ZeRO-2 run hung
+    that way on two H200s)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return decision
+    flag = torch.tensor([1.0 if decision else 0.0], device=device if dist.get_backend() == "nccl" else "cpu")
+    dist.broadcast(flag, src=0)
+    return bool(flag.item())
 
 
 def _use_bf16(setting) -> bool:

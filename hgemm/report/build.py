@@ -55,9 +55,14 @@ def bench_sections(doc: list, results: dict | None, settings: ReportSettings, so
                      f"{results.get('options', {}).get('reps', '?')} repetitions, cold L2, median."))
     speedups = [r["speedup_vs_best"] for r in rows if r["speedup_vs_best"]]
     if timed and speedups:
-        wins = sum(s > 1 for s in speedups)
-        doc.append(("p", f"The kernel is faster than the strongest baseline on {wins} of {len(rows)} shapes; "
-                         f"geomean speedup {geomean(speedups):.3f}x over {len(speedups)} verified shapes."))
+        # Name whose kernels these are: the model's where it has a verified one, else the seed library's.
+        by_model = sum(r["kernel"] == "model" for r in rows)
+        others = ", ".join(sorted({r["kernel"] for r in rows if r["kernel"] and r["kernel"] != "model"}))
+        who = ("The model's kernel" if by_model == len(rows) else
+               f"The model's kernel where verified ({by_model} shapes), else the fastest of {others}," if by_model else
+               f"No model-written kernel is among these results; the fastest verified candidate ({others})")
+        doc.append(("p", f"{who} is faster than the strongest baseline on {sum(s > 1 for s in speedups)} of {len(rows)} "
+                         f"shapes; geomean speedup {geomean(speedups):.3f}x over {len(speedups)} verified shapes."))
     doc.append(("h", 3, "Per shape class"))
     doc.append(("table", ["class", "candidate", "shapes", "ok", "geomean vs cuBLAS", "geomean vs strongest", "worst"],
                 [[r["class"], r["candidate"], r["shapes"], r["ok"], tables.fmt(r["geomean_vs_cublas"], 3),
@@ -124,8 +129,15 @@ def corpus_section(doc: list, inputs: ReportInputs) -> None:
 
 def metrics_section(doc: list, inputs: ReportInputs) -> None:
     doc.append(("h", 2, "Stage metrics"))
+    times = inputs.wall_times()
+    if times:
+        total = sum(t for _, t, _ in times)
+        doc.append(("p", f"Wall time of each stage Snakemake ran; their sum is {total:,.0f} s "
+                         "(stages that ran in parallel overlap)."))
+        doc.append(("table", ["stage", "wall s", "max RSS MB"],
+                    [[stage, f"{t:,.1f}", tables.fmt(rss, 0) if rss is not None else "—"] for stage, t, rss in times]))
     rows = []
-    for stage in ("corpus", "pretrain", "tune", "rl_general", "rl_hgemm", "bench"):
+    for stage in ("corpus", "tokenizer", "pretrain", "tune", "rl_general", "rl_hgemm", "sample", "bench"):
         m = inputs.metrics(stage)
         if m is None:
             rows.append([stage, "not available", ""])

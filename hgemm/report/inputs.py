@@ -30,6 +30,27 @@ class ReportInputs:
     rl_hgemm: str | None = None
     tune: str | None = None
     bench: str | None = None  # a bench stage folder (results.json) or a run_bench results file itself
+    tokenizer: str | None = None
+    sample: str | None = None
+    stage_times: str | None = None  # Snakemake's benchmark folder: one <stage>.tsv per job
+
+    def wall_times(self) -> list[tuple[str, float, float | None]]:
+        """(stage, wall seconds, max RSS MB) of each stage Snakemake timed, in pipeline order."""
+        import csv
+
+        order = ("corpus", "tokenizer", "tune", "pretrain", "rl_general", "rl_hgemm", "sample", "bench", "report")
+        rows = []
+        folder = Path(self.stage_times) if self.stage_times else None
+        for stage in order:
+            path = folder / f"{stage}.tsv" if folder else None
+            if path is None or not path.is_file():
+                continue
+            with open(path) as f:
+                first = next(csv.DictReader(f, delimiter="\t"), None)
+            if first and first.get("s"):
+                rss = first.get("max_rss")
+                rows.append((stage, float(first["s"]), float(rss) if rss not in (None, "", "-") else None))
+        return rows
 
     def bench_results(self) -> dict | None:
         if not self.bench:

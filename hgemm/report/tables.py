@@ -5,6 +5,8 @@ kernel verified; otherwise the fastest verified candidate (e.g. in a plain `hgem
 
 from __future__ import annotations
 
+import math
+
 from hgemm.problem import Problem
 
 
@@ -84,8 +86,8 @@ def curve_keys(curves: list[dict]) -> dict[str, list[str]]:
 
 def first_last_table(curves: list[dict], keys: list[str]) -> tuple[list[str], list[list[str]]]:
     """Mean of each column over the first and the last 20% of steps (issue 7's before/after view)."""
-    n = len(curves)
-    span = max(1, n // 5)
+    # ceil(20%), as training.grpo.compare_phases writes into metrics.json, so the two views agree
+    span = max(1, math.ceil(len(curves) * 0.2))
 
     def mean(rows, k):
         xs = [r[k] for r in rows if isinstance(r.get(k), (int, float))]

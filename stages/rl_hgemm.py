@@ -132,6 +132,10 @@ def load_library(folder: str | Path | None) -> dict[str, tuple[str, float]]:
     return out
 
 
+# Tokens a context example costs beyond its own text: its header line (speedup) and separators.
+CONTEXT_SLACK_TOKENS = 32
+
+
 class ContrastivePrompts:
     """Builds each prompt when it is drawn: the problem plus the best and some weaker kernels for
     nearby shapes. Used as a datasets transform, so the DB's newest kernels reach the next prompts."""
@@ -147,14 +151,27 @@ class ContrastivePrompts:
         self.tokenizer = tokenizer
         self.max_prompt_length = max_prompt_length
         self.prefix = prompt_prefix(tokenizer)
+        self._tokens: dict[str, int] = {}  # kernel text -> token count, so each text is tokenised once
 
-    def examples(self, problem: Problem) -> list[tuple[str, float]]:
-        """(text, speedup) pairs, weakest first, best last (closest to where the answer starts)."""
+    def _fits(self, text: str, budget: int) -> bool:
+        if text not in self._tokens:
+            from training.grpo import prompt_tokens
+
+            self._tokens[text] = prompt_tokens(self.tokenizer, text)
+        return self._tokens[text] + CONTEXT_SLACK_TOKENS <= budget
+
+    def examples(self, problem: Problem, budget: int | None = None) -> list[tuple[str, float]]:
+        """(text, speedup) pairs, weakest first, best last (closest to where the answer starts). With a
+        token budget, only kernels that fit it on their own are candidates, so the contrast is chosen
+        among what can be shown: a tuned seed kernel runs to ~4k tokens and would never fit a 1k prompt,
+        leaving no context at all."""
         from training.kerneldb import shape_distance
 
         pool: dict[str, tuple[str, float]] = {}  # text -> (text, speedup); the best measurement per text
 
         def add(text: str, speedup: float) -> None:
+            if budget is not None and not self._fits(text, budget):
+                return
             if text not in pool or speedup > pool[text][1]:
                 pool[text] = (text, speedup)
 
@@ -181,7 +198,8 @@ class ContrastivePrompts:
         from training.grpo import prompt_tokens
         from training.prompts import format_problem_prompt
 
-        context = self.examples(problem)
+        bare = prompt_tokens(self.tokenizer, self.prefix + format_problem_prompt(problem, arch=self.s.prompt_arch))
+        context = self.examples(problem, budget=self.max_prompt_length - bare)
         while True:
             text = self.prefix + format_problem_prompt(problem, context=context or None, arch=self.s.prompt_arch)
             if prompt_tokens(self.tokenizer, text) <= self.max_prompt_length or not context:

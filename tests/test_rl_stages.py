@@ -140,6 +140,13 @@ def test_contrastive_prompt_shows_best_and_weaker_kernels_never_heldout(tmp_path
     tight = ContrastivePrompts(db, library, {held.key}, ContextSettings(examples=3), tok, bare + 40)
     text, kept = tight.prompt(target)
     assert kept < 3 and (kept == 0 or "kernel_best_db()" in text)
+    # a kernel too long for the prompt on its own is passed over, not allowed to crowd out the rest:
+    # the contrast is chosen among the kernels that can be shown
+    long_lib = load_library(_library(tmp_path / "lib_long", {
+        Problem(128, 256, 256).key: ("lib_long", "kernel_too_long() " + "x = x + 1; " * 400, 3.0)}))
+    roomy = ContrastivePrompts(db, long_lib, {held.key}, ContextSettings(examples=3, nearby_shapes=4), tok, bare + 300)
+    text, kept = roomy.prompt(target)
+    assert "kernel_too_long" not in text and kept == 3 and "kernel_best_db()" in text
     # the datasets transform fills the prompt column from the problem column
     from training.rewards import problems_to_json
 

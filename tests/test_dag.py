@@ -60,7 +60,7 @@ def test_cpu_machine_runs_the_smoke_sizes_by_default(tmp_path):
     assert not (wf / "results" / ".config").exists()
 
 
-@pytest.mark.parametrize("configfile", [None, "configs/smoke.yaml", "configs/gpu-quick.yaml"])
+@pytest.mark.parametrize("configfile", [None, "configs/smoke.yaml", "configs/gpu-quick.yaml", "configs/gpu-rl.yaml"])
 def test_dry_run_plans_every_stage(tmp_path, configfile):
     wf = workflow_copy(tmp_path)
     jobs = planned_jobs(wf, *(["--configfile", configfile] if configfile else []))

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Two device calls on one warm nvidia-h200 (issue the second within the machine's idle window, so
+# results/gpu-rl and work/gpu-rl from the first are still there): configs/gpu-rl.yaml.
+#   bash scripts/gpu_rl_runs.sh 1    corpus, tokenizer, tune, pretrain, rl_general
+#   bash scripts/gpu_rl_runs.sh 2    rl_hgemm, sample, bench, report; then everything kept is packed
+# Each call writes $OUT/snakemake_<phase>.log; call 2 packs results/gpu-rl (no weights) into $OUT/rl.tgz.
+source scripts/gpu_env.sh
+PHASE=${1:?phase 1 or 2}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
+target=$([ "$PHASE" = 1 ] && echo rl_general || echo all)
+start=$(date +%s)
+timeout 570 snakemake --cores all --keep-going --configfile configs/gpu-rl.yaml "$target" > "$OUT/snakemake_$PHASE.log" 2>&1
+echo "snakemake ($target) exit $? after $(( $(date +%s) - start )) s"
+grep -E "Finished jobid|Error in rule|steps \(" "$OUT/snakemake_$PHASE.log" | tail -12
+cat results/gpu-rl/benchmarks/*.tsv 2>/dev/null | grep -v "^s" | cut -f1 | paste -sd' '
+find results/gpu-rl -type f \( -name "*.json" -o -name "*.jsonl" -o -name "*.md" -o -name "*.html" -o -name "*.png" \
+  -o -name "*.log" -o -name "*.tsv" -o -name "*.sqlite" -o -name "*.cu" -o -name "*.yaml" \) -size -20M \
+  ! -name "tokenizer.json" | tar czf "$OUT/rl_$PHASE.tgz" -T -

@@ -22,7 +22,7 @@ CUDA_VISIBLE_DEVICES=0 timeout 330 python3 -m stages.pretrain "${data[@]}" --set
 echo "1 GPU exit $?"
 wait
 timeout 280 torchrun --standalone --nproc_per_node=2 -m stages.pretrain "${data[@]}" --set train.max_train_seconds="$TRAIN_S" \
-  --set sample.num_samples=0 --set train.per_device_train_batch_size=4 --deepspeed configs/deepspeed/zero2.json \
+  --set sample.num_samples=0 --set train.per_device_train_batch_size=2 --deepspeed configs/deepspeed/zero2.json \
   --work /tmp/w2 --out /tmp/two_gpu > "$OUT/zero2.log" 2>&1
 echo "ZeRO-2 exit $?"
 mkdir -p "$OUT/one_gpu" "$OUT/zero2"

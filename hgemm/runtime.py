@@ -76,6 +76,8 @@ def _param_layout(cubin_path: str, entry: str) -> list[tuple[int, int]] | None:
         from cuda.bindings import driver as cu
     except ImportError:
         return None
+    if not hasattr(cu, "cuFuncGetParamInfo"):  # bindings older than CUDA 12.4
+        return None
     with open(cubin_path, "rb") as f:
         err, module = cu.cuModuleLoadData(f.read())
     if err != cu.CUresult.CUDA_SUCCESS:

@@ -184,6 +184,21 @@ def test_check_candidates_without_compiler(monkeypatch):
     assert "no kernel was run" in summary["checked"]
 
 
+def test_check_candidates_when_the_harness_cannot_start(monkeypatch):
+    # verification that cannot run is reported, never raised: the stage keeps going
+    import training.sampling as sampling
+
+    def broken(*a, **kw):
+        raise ImportError("No module named 'pycuda'")
+
+    compile_candidate = lambda candidate, layout="NN", arch=None: types.SimpleNamespace(ok=True, error=None)  # noqa: E731
+    monkeypatch.setitem(sys.modules, "hgemm.compile", types.SimpleNamespace(compile_candidate=compile_candidate))
+    monkeypatch.setattr(sampling, "_verify_compiled", broken)
+    checks, summary = check_candidates([(Problem(64, 64, 64), NAIVE)], verify=True)
+    assert checks[0].compiled and checks[0].verdict is None and summary["pass_rate"] is None
+    assert "the harness failed to start: ImportError" in summary["checked"]
+
+
 def test_check_candidates_with_compiler(monkeypatch):
     calls = []
 

@@ -123,8 +123,12 @@ def check_candidates(
 
     if verify is None:
         verify = compiler is not None and torch.cuda.is_available()
+    verify_error = None
     if verify and compiler is not None:
-        _verify_compiled(checks, samples, arch)
+        try:
+            _verify_compiled(checks, samples, arch)
+        except Exception as e:  # the harness could not start (e.g. no pycuda): report it, keep the stage going
+            verify, verify_error = False, f"{type(e).__name__}: {e}"
 
     n = len(checks)
     parsed = sum(c.parsed for c in checks)
@@ -133,7 +137,8 @@ def check_candidates(
         "samples": n,
         "checked": ("parse+compile, then verification on the GPU (harness, fresh random inputs; not timed)"
                     if verify and compiler is not None else
-                    "parse+compile only; no kernel was run, so nothing was verified or timed"),
+                    "parse+compile only; no kernel was run, so nothing was verified or timed"
+                    + (f" (the harness failed to start: {verify_error})" if verify_error else "")),
         "pass_rate": (sum(c.verdict == "ok" for c in checks) / n if n else 0.0) if verify and compiler is not None else None,
         "verdicts": _top_errors(c.verdict for c in checks if c.verdict),
         "parse_rate": parsed / n if n else 0.0,

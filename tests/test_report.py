@@ -135,3 +135,33 @@ def test_goals_summary_from_the_h200_tune():
     md = goals_markdown(results)
     assert "| aligned 4096^3 | 1 | vs_cublas |" in md and "## Misses" in md
     assert "Whole grid (59 shapes)" in md
+
+
+def test_kernel_database_section(tmp_path):
+    # every evaluated candidate is in the RL stages' SQLite databases; the report summarises them
+    from training.kerneldb import KernelDB
+
+    folder = tmp_path / "rl_hgemm"
+    folder.mkdir()
+    with KernelDB(folder / "work.sqlite") as db:
+        rows = [("rl_hgemm", 1, "b1_m256_n256_k256_NN", "aligned", "fast()", {"status": "ok", "speedup_vs_best": 0.5,
+                 "speedup_vs_cublas": 0.55, "time_us": 10.0}, -0.7, "policy"),
+                ("rl_hgemm", 2, "b1_m256_n256_k256_NN", "aligned", "fast()", {"status": "ok", "speedup_vs_best": 0.4,
+                 "time_us": 12.0}, -0.9, "policy"),  # the same kernel measured again: its lower figure counts
+                ("rl_hgemm", 2, "b1_m256_n256_k256_NN", "aligned", "slow()", {"status": "ok", "speedup_vs_best": 0.1,
+                 "time_us": 50.0}, -2.3, "policy"),
+                ("rl_hgemm", 2, "b1_m64_n64_k64_NN", "aligned", "bad()", {"status": "compile_error",
+                 "error": "kernel.cu(3): error: x | y\nmore"}, -5.0, "policy")]
+        db.record_many(rows)
+        db.copy_to(folder / "kernels.sqlite")
+    out = tmp_path / "report"
+    assert report_stage.main(["--config", _config(tmp_path), "--rl-hgemm", str(folder), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    section = md[md.index("## Kernel database"):md.index("## Corpus")]
+    assert "Not available: no rl_general kernels.sqlite" in section
+    assert "4 evaluations of 3 distinct kernels on 2 problems over 2 steps; 1 problems have a verified kernel." in section
+    assert "| ok | 3 |" in section and "| compile_error | 1 |" in section
+    assert "| b1_m256_n256_k256_NN | aligned |" in section and "| 0.400 |" in section and "0.500" not in section
+    assert "kernel.cu(3): error: x \\| y |" in section  # one line, the pipe escaped
+    assert not list(folder.glob("kernels.sqlite-*"))  # read without leaving lock files beside it
+

@@ -108,6 +108,30 @@ def curve_sections(doc: list, inputs: ReportInputs) -> None:
             doc.append(("table", headers, cells))
 
 
+def kernel_db_section(doc: list, inputs: ReportInputs) -> None:
+    """Every candidate the RL stages evaluated, from their kernel databases: what became of them and the
+    best verified kernel per problem."""
+    doc.append(("h", 2, "Kernel database"))
+    for stage in ("rl_general", "rl_hgemm"):
+        doc.append(("h", 3, stage))
+        db = inputs.kernel_db(stage)
+        if db is None:
+            _not_available(doc, f"{stage} kernels.sqlite", getattr(inputs, stage))
+            continue
+        doc.append(("p", f"{db['evaluations']:,} evaluations of {db['kernels']:,} distinct kernels on "
+                         f"{db['problems']} problems over {db['steps']} steps; {db['verified_problems']} problems "
+                         "have a verified kernel."))
+        doc.append(("table", ["status", "evaluations"], [[k, f"{v:,}"] for k, v in db["statuses"].items()]))
+        if db["best"]:
+            doc.append(("table", ["problem", "class", "best kernel (sha)", "µs", "speedup vs strongest", "vs cuBLAS"],
+                        [[r["problem_key"], r["shape_class"] or "", r["sha"], tables.fmt(r["time_us"], 1),
+                          tables.fmt(r["speedup_vs_best"], 3), tables.fmt(r["speedup_vs_cublas"], 3)]
+                         for r in db["best"]]))
+        if db["top_errors"]:
+            doc.append(("table", ["commonest failure (first line)", "count"],
+                        [[e, str(n)] for e, n in db["top_errors"].items()]))
+
+
 def corpus_section(doc: list, inputs: ReportInputs) -> None:
     doc.append(("h", 2, "Corpus"))
     stats, md = inputs.corpus_stats()
@@ -178,6 +202,7 @@ def build_report(inputs: ReportInputs, settings: ReportSettings, out_dir: str | 
         doc.append(("banner", NOT_TIMED if results else "Nothing was timed: no bench results are available."))
     bench_sections(doc, results, settings, inputs.bench)
     curve_sections(doc, inputs)
+    kernel_db_section(doc, inputs)
     corpus_section(doc, inputs)
     metrics_section(doc, inputs)
     environment_section(doc, results)

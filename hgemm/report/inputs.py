@@ -34,6 +34,16 @@ class ReportInputs:
     sample: str | None = None
     stage_times: str | None = None  # Snakemake's benchmark folder: one <stage>.tsv per job
 
+    def kernel_db(self, stage: str) -> dict | None:
+        """The summary of an RL stage's kernel database (training.kerneldb.summarize), or None."""
+        folder = getattr(self, stage)
+        path = Path(folder) / "kernels.sqlite" if folder else None
+        if path is None or not path.is_file():
+            return None
+        from training.kerneldb import summarize
+
+        return summarize(path)
+
     def wall_times(self) -> list[tuple[str, float, float | None]]:
         """(stage, wall seconds, max RSS MB) of each stage Snakemake timed, in pipeline order."""
         import csv

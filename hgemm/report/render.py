@@ -20,6 +20,11 @@ img{max-width:100%}pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:
 figcaption{font-size:12px;color:#555}"""
 
 
+def _cell(value) -> str:
+    # A table cell holds one line, and a '|' in it (compiler output does that) would end the cell.
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
 def to_markdown(doc: list[tuple], figures_dir: Path) -> str:
     out = []
     for block in doc:
@@ -33,7 +38,7 @@ def to_markdown(doc: list[tuple], figures_dir: Path) -> str:
         elif kind == "table":
             headers, rows = block[1], block[2]
             out.append("\n".join(["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-                                 + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]))
+                                 + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]))
         elif kind == "figure":
             figures_dir.mkdir(parents=True, exist_ok=True)
             (figures_dir / f"{block[1]}.png").write_bytes(block[2])

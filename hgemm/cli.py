@@ -27,7 +27,7 @@ def cmd_check(args) -> int:
 
     failed = 0
     named = [nt for path in args.files for nt in candidate_files(path)]
-    for (name, _), (entry, info) in zip(named, compile_all(named, arch=args.arch)):
+    for (name, _), (entry, info) in zip(named, compile_all(named, arch=args.arch, sass=True)):
         if entry is None:
             failed += 1
             print(f"{name}: {info['status']}\n  {info['error']}")
@@ -35,6 +35,10 @@ def cmd_check(args) -> int:
         for layout, res in info["resources"].items():
             print(f"{name} [{layout}]: {res['registers']} registers, {res['smem_static']} B static smem, "
                   f"{res['stack_frame']} B stack, spills {res['spill_stores']}/{res['spill_loads']} B")
+            mix = res.get("sass")
+            print("  SASS: " + (f"{mix['path']}; {mix['instructions']} instructions; "
+                                + ", ".join(f"{k} {v}" for k, v in sorted(mix["counts"].items(), key=lambda kv: -kv[1]))
+                                if mix else "not available (no nvdisasm: pip install nvidia-cuda-nvdisasm)"))
     return 1 if failed else 0
 
 
@@ -48,7 +52,7 @@ def run_bench(named: list[tuple[str, str]], problems, options: EvalOptions, arch
     from .pool import EvaluationPool, compile_all, visible_gpus
 
     layouts = tuple(sorted({p.layout for p in problems}))
-    compiled = compile_all(named, layouts, arch)
+    compiled = compile_all(named, layouts, arch, sass=True)
     cand_info = {name: info for (name, _), (_, info) in zip(named, compiled)}
     entries = [e for e, _ in compiled if e is not None]
     gpus = visible_gpus()

@@ -52,23 +52,28 @@ class CompileResult:
         return asdict(self)
 
 
-def find_nvcc() -> str | None:
-    """nvcc from PATH, CUDA_HOME, or the PyPI nvidia-cuda-nvcc package, in that order."""
-    found = shutil.which("nvcc")
+def find_cuda_tool(name: str) -> str | None:
+    """A CUDA toolkit executable (nvcc, nvdisasm, ...) from PATH, CUDA_HOME, or the PyPI nvidia-cuda-*
+    packages, in that order."""
+    found = shutil.which(name)
     if found:
         return found
     for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and Path(root, "bin", "nvcc").exists():
-            return str(Path(root, "bin", "nvcc"))
+        if root and Path(root, "bin", name).exists():
+            return str(Path(root, "bin", name))
     try:
         import nvidia  # namespace package of the PyPI CUDA wheels
 
         for base in nvidia.__path__:
-            for cand in Path(base).glob("*/bin/nvcc"):
+            for cand in Path(base).glob(f"*/bin/{name}"):
                 return str(cand)
     except ImportError:
         pass
     return None
+
+
+def find_nvcc() -> str | None:
+    return find_cuda_tool("nvcc")
 
 
 @functools.lru_cache(maxsize=1)

@@ -52,9 +52,11 @@ class Entry:
 
 
 def compile_entry(name: str, text: str, layouts=("NN", "TN"), arch: str | None = None,
-                  variables: tuple[str, ...] = GEMM_VARIABLES) -> tuple[Entry | None, dict]:
+                  variables: tuple[str, ...] = GEMM_VARIABLES, sass: bool = False) -> tuple[Entry | None, dict]:
     """Parse and compile one candidate for the layouts it supports: (Entry or None, status dict).
-    A task candidate passes its task's variables and layouts=("NN",)."""
+    A task candidate passes its task's variables and layouts=("NN",). With sass=True each layout's
+    resources also get the instruction mix (hgemm.sass.profile; None without nvdisasm): tuning and
+    benchmarking want it, the RL reward path does not pay for it."""
     try:
         cand = parse_candidate(text, variables)
     except SpecError as e:
@@ -69,4 +71,8 @@ def compile_entry(name: str, text: str, layouts=("NN", "TN"), arch: str | None =
             return None, {"status": "compile_error", "error": r.error, "layout": layout}
         cubins[layout] = r.cubin_path
         resources[layout] = asdict(r.resources)
+        if sass:
+            from .sass import profile
+
+            resources[layout]["sass"] = profile(r.cubin_path, cand.spec.entry)
     return Entry(name, text, cubins, resources, tuple(variables)), {"status": "compiled", "resources": resources, "compile_s": seconds}

@@ -43,10 +43,11 @@ def visible_gpus() -> list[int]:
 
 
 def compile_all(named_texts: list[tuple[str, str]], layouts=("NN", "TN"), arch: str | None = None,
-                workers: int | None = None) -> list[tuple[Entry | None, dict]]:
-    """Parse and compile many candidates in parallel (nvcc runs as subprocesses, so threads suffice)."""
+                workers: int | None = None, sass: bool = False) -> list[tuple[Entry | None, dict]]:
+    """Parse and compile many candidates in parallel (nvcc runs as subprocesses, so threads suffice);
+    sass as in compile_entry."""
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as ex:
-        return list(ex.map(lambda nt: compile_entry(nt[0], nt[1], layouts, arch), named_texts))
+        return list(ex.map(lambda nt: compile_entry(nt[0], nt[1], layouts, arch, sass=sass), named_texts))
 
 
 def _worker_main(gpu: int, options: dict, jobs: mp.Queue, out: mp.Queue, wid: int) -> None:

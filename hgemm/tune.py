@@ -94,7 +94,7 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
     # prune by the resource report before any GPU time (compiles are cached, so run_bench reuses them)
     layouts = tuple(sorted({p.layout for p in problems}))
     named = sorted(union.items())
-    infos = {name: info for (name, _), (_, info) in zip(named, compile_all(named, layouts, arch))}
+    infos = {name: info for (name, _), (_, info) in zip(named, compile_all(named, layouts, arch, sass=True))}
     pruned = {name for name, info in infos.items() if not resources_ok(info)}
     wanted = {p: ({n for n, _ in per_problem[p]} | {"reference_mma_sync"}) - pruned for p in problems}
     results = run_bench(sorted(union.items()), problems, options or EvalOptions(), arch, progress,

@@ -58,7 +58,7 @@ def profile(cubin_path: str | Path, entry: str) -> dict | None:
     if nvdisasm is None:
         return None
     try:
-        proc = subprocess.run([nvdisasm, "-c", str(cubin)], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run([nvdisasm, "-c", str(cubin)], check=False, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return None
     if proc.returncode != 0:

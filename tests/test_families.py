@@ -287,6 +287,8 @@ def test_wgmma_spec_and_applicability():
     assert wgmma.applicable(big, Problem(4096, 4096, 4096, layout="TN"))
     assert not wgmma.applicable(big, Problem(4096, 4096, 4095))      # A row pitch not 16-byte aligned
     assert not wgmma.applicable(big, Problem(4096, 4095, 4096))      # NN B row pitch
+    assert wgmma.applicable(big, Problem(4096, 4095, 4096, layout="TN"))  # TN B rows are K long; C has no map
+    assert wgmma.applicable(big, Problem(4095, 4096, 4096))          # an odd M is only a ragged edge
     assert not wgmma.applicable(big, Problem(1, 4096, 4096))         # skinny: not this family
     assert not wgmma.applicable(big, Problem(256, 256, 256))         # too few tiles for 128x256
 

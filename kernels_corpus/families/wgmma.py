@@ -23,7 +23,7 @@ and an MN-major descriptor. Both come from the same text (-DHGEMM_LAYOUT_TN pick
 map's box is 64 x 64 in both layouts, so the one spec line serves both.
 
 Shapes: TMA needs 16-byte row pitches (K % 8 == 0 for A and TN-B, N % 8 == 0 for NN-B; the harness
-reports other shapes `unsupported`). M, N and K need not be multiples of the tile: TMA zero-fills
+reports other shapes `unsupported`). M is free, and so is N in TN. M, N and K need not be multiples of the tile: TMA zero-fills
 out-of-range rows/columns of a box (so partial K tiles contribute 0), and the epilogue predicates C
 stores (half2 when N is even and C 4-byte aligned, else element-wise).
 """
@@ -88,8 +88,10 @@ def name(p: dict) -> str:
 
 
 def applicable(p: dict, problem) -> bool:
-    """TMA-legal row pitches, and problems big enough for a persistent 1-CTA/SM tensor-core kernel."""
-    if problem.K % 8 or problem.N % 8:
+    """TMA-legal row pitches, and problems big enough for a persistent 1-CTA/SM tensor-core kernel.
+    The pitches: A's rows are K long, B's are N long for NN and K long for TN (C is stored without
+    TMA, so an odd N is fine for TN)."""
+    if problem.K % 8 or (problem.layout == "NN" and problem.N % 8):
         return False
     if min(problem.M, problem.N, problem.K) < 64:
         return False

@@ -1,5 +1,6 @@
 # Source on the GPU machine: installs the carried wheels (.whl/) into /tmp/site and sets the paths.
-# The image lacks pycuda, trl, datasets, snakemake, deepspeed and nvmath-python; see README.
+# The image lacks pycuda, trl, datasets, snakemake, deepspeed, nvmath-python, datasketch, nvidia-cutlass
+# (the corpus's CUTLASS/CuTe sources) and nvidia-cuda-nvdisasm; .whl/ carries them (see README).
 set -u
 if [ -d .whl ] && [ ! -f /tmp/site/.installed ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && touch /tmp/site/.installed

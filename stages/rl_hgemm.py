@@ -163,7 +163,7 @@ class ContrastivePrompts:
     def examples(self, problem: Problem, budget: int | None = None) -> list[tuple[str, float]]:
         """(text, speedup) pairs, weakest first, best last (closest to where the answer starts). With a
         token budget, only kernels that fit it on their own are candidates, so the contrast is chosen
-        among what can be shown: a tuned seed kernel runs to ~4k tokens and would never fit a 1k prompt,
+        among what can be shown: a tuned seed kernel runs to ~6k tokens and would never fit a 1k prompt,
         leaving no context at all."""
         from training.kerneldb import shape_distance
 

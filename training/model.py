@@ -80,8 +80,9 @@ def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
 
 
 # Attention for models that sample: "eager". On the H200 (benchmarks/generation/generation_speed.log) a
-# ~90M model sampling a left-padded batch of 32 took 69 ms a token step in bf16 with sdpa (the padding
-# mask rules out the flash kernel), 20 ms in fp32 with sdpa and 14 ms in bf16 with eager attention.
+# ~90M model sampling a left-padded batch of 32 took 69 ms a token step in bf16 with sdpa and a padding
+# mask, 20 ms in fp32 with sdpa and 14 ms in bf16 with eager attention (which sdpa kernel bf16 fell back
+# to was not recorded: the profile ran out of time).
 # Training stays on the configured implementation (sdpa: packed blocks need no mask).
 SAMPLING_ATTENTION = "eager"
 

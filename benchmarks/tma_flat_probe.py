@@ -134,24 +134,6 @@ def build(workdir: Path) -> Path:
     return cubin
 
 
-def encode(ptr: int, dims: list[int], strides: list[int], box: list[int], swizzle: str) -> bytes:
-    """A float16 tensor map; dims innermost first; strides in bytes for dims 1..; ValueError if refused."""
-    import struct
-
-    from cuda.bindings import driver as cu
-
-    err, tmap = cu.cuTensorMapEncodeTiled(
-        cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, len(dims), ptr,
-        [cu.cuuint64_t(d) for d in dims], [cu.cuuint64_t(s) for s in strides], [cu.cuuint32_t(b) for b in box],
-        [cu.cuuint32_t(1)] * len(dims), cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{swizzle}"),
-        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    if err != cu.CUresult.CUDA_SUCCESS:
-        raise ValueError(f"cuTensorMapEncodeTiled refused dims {dims} box {box} swizzle {swizzle}: {err}")
-    return struct.pack("<16Q", *(int(x) for x in tmap.opaque))
-
-
 def swizzled(tile_rows):
     """Apply the 128B swizzle to unswizzled rows: slot s of row r holds chunk s ^ (r % 8)."""
     import numpy as np
@@ -173,6 +155,7 @@ def main() -> None:
     from hgemm.envinfo import environment
     from hgemm.params import Param, pack_params
     from hgemm.runtime import LoadedKernel
+    from hgemm.tensormap import encode_tiled
 
     result = {"env": environment("events"), "layout": [], "rate": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -190,7 +173,7 @@ def main() -> None:
         out = torch.zeros(rows * 64, dtype=torch.int16, device="cuda")
         entry = {"stride": stride, "offset": offset, "swizzle": swz}
         try:
-            tmap = encode(src.data_ptr(), [n], [], [64], swz)
+            tmap = encode_tiled(src.data_ptr(), [n], [], [64], {"128B": 128, "NONE": 0}[swz])
             buf = pack_params([Param("T", tmap), Param("i", rows), Param("i", stride), Param("i", offset),
                                Param("P", out.data_ptr())], layout_k.param_layout)
             layout_k.prepare_smem(rows * 128 + 1024)
@@ -218,8 +201,8 @@ def main() -> None:
         a = torch.randn(M * K, device="cuda").half()
         entry = {"M": M, "K": K, "mode": "1-D, 128 B boxes" if flat else "2-D, 128x64 box"}
         try:
-            tmap = encode(a.data_ptr(), [M * K], [], [64], "128B") if flat else \
-                encode(a.data_ptr(), [K, M], [K * 2], [64, 128], "128B")
+            tmap = encode_tiled(a.data_ptr(), [M * K], [], [64], 128) if flat else \
+                encode_tiled(a.data_ptr(), [K, M], [K * 2], [64, 128], 128)
             buf = pack_params([Param("T", tmap), Param("i", M), Param("i", K), Param("i", flat)], stream_k.param_layout)
             times = []
             for i in range(6):

@@ -94,6 +94,17 @@ class GemmEvaluator:
         return launch
 
     # -- verification ---------------------------------------------------------------------------
+    def checked_launch(self, launch: Callable[[], None]) -> tuple[float, dict | None]:
+        """One verification launch on NaN-scrubbed shared memory: its time in µs, or the classified
+        failure (`crash` when the fault is sticky, else `launch_error`). Shared with the task evaluator."""
+        self.util.scrub_shared_memory()
+        try:
+            us = single_launch_us(launch)
+            synchronize()
+        except KernelLaunchError as e:
+            return 0.0, {"status": "crash" if e.sticky else "launch_error", "error": str(e), "sticky": e.sticky}
+        return us, None
+
     def verify(self, entry: Entry, problem: Problem, seed: int) -> dict:
         """Status and per-distribution checks of one candidate on one problem."""
         cand = parse_candidate(entry.text, entry.variables)
@@ -117,13 +128,10 @@ class GemmEvaluator:
             except (SpecError, ValueError) as e:
                 status = "launch_error" if isinstance(e, SpecError) else "unsupported"
                 return {"status": status, "error": str(e), "checks": checks}
-            self.util.scrub_shared_memory()
-            try:
-                launch_us = max(launch_us, single_launch_us(launch))
-                synchronize()
-            except KernelLaunchError as e:
-                return {"status": "crash" if e.sticky else "launch_error", "error": str(e), "checks": checks,
-                        "sticky": e.sticky}
+            us, failure = self.checked_launch(launch)
+            if failure:
+                return failure | {"checks": checks}
+            launch_us = max(launch_us, us)
             problems = []
             for name, buf in (("A", A), ("B", B), ("C", C)) + ((("workspace", W),) if W is not None else ()):
                 if not buf.guards_intact():

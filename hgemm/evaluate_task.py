@@ -19,8 +19,8 @@ from .candidate import SpecError, parse_candidate
 from .entry import Entry
 from .params import Param, pack_params
 from .problem import TaskProblem
-from .runtime import KernelLaunchError, LoadedKernel, synchronize
-from .timing import Timer, single_launch_us, tracked
+from .runtime import LoadedKernel, synchronize
+from .timing import Timer, tracked
 from .verify import GuardedBuffer
 
 CHECK_SEEDS = 3  # independent input draws per verification
@@ -92,13 +92,10 @@ class TaskEvaluator:
                 launch = self._bind(kernel, cand.spec, task, sizes, {n: b.tensor for n, b in bufs.items()})
             except SpecError as e:
                 return {"status": "launch_error", "error": str(e), "checks": checks}
-            self.util.scrub_shared_memory()
-            try:
-                launch_us = max(launch_us, single_launch_us(launch))
-                synchronize()
-            except KernelLaunchError as e:
-                return {"status": "crash" if e.sticky else "launch_error", "error": str(e), "checks": checks,
-                        "sticky": e.sticky}
+            us, failure = self.gemm.checked_launch(launch)
+            if failure:
+                return failure | {"checks": checks}
+            launch_us = max(launch_us, us)
             problems = [f"wrote outside {n} (guard band changed)" for n, b in bufs.items() if not b.guards_intact()]
             problems += [f"modified input {n}" for n, t in inputs.items() if not torch.equal(t, saved[n])]
             for p in task.outputs:

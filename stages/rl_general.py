@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from stages.common import build_dataclass, guard_resume, load_stage_config, write_metrics
+from stages.common import build_dataclass, guard_resume, load_stage_config
 
 STAGE = "rl_general"
 
@@ -114,12 +114,10 @@ def best_per_task(db, pairs) -> dict[str, dict]:
 
 
 def run(config: dict, model_dir: str, work_dir: str, out_dir: str) -> dict:
-    import torch
 
-    from training.grpo import (GRPOSettings, JudgeSettings, compare_phases, load_policy, resume_key, train_grpo)
+    from training.grpo import GRPOSettings, JudgeSettings, finish_stage, load_policy, resume_key, train_grpo
     from training.kerneldb import KernelDB
-    from training.pretrain import environment
-    from training.rewards import KernelReward, RewardSettings, class_rewards
+    from training.rewards import KernelReward, RewardSettings
 
     wall_start = time.perf_counter()
     unknown = sorted(set(config) - {"tasks", "judge", "reward", "grpo"})
@@ -152,28 +150,12 @@ def run(config: dict, model_dir: str, work_dir: str, out_dir: str) -> dict:
         reward.close()
         judge.close()
 
-    curves = json.loads((out / "curves.json").read_text())
-    metrics = {
-        "stage": STAGE,
-        "reward_scope": "parse+compile+verify+time (GPU)" if judge.gpu else
-                        "parse+compile only: no GPU here, nothing was run, verified or timed",
-        "timed": bool(judge.gpu),
-        "phases": compare_phases(curves),
-        "best_per_task": best_per_task(db, pairs),
-        "status_counts": db.status_counts(STAGE),
-        "evaluations": db.count(STAGE),
-        "tasks": {"trained": [t.name for t, _ in pairs if t.name not in skipped], "skipped_too_long": skipped,
-                  "excluded": tasks_cfg.exclude, "prompts": len(dataset)},
-        "class_rewards": class_rewards(reward_cfg),
-        "train": summary,
-        "wall_time_s": time.perf_counter() - wall_start,
-        "environment": environment() | {"cuda_available": torch.cuda.is_available()},
-        "config": config,
-    }
-    db.copy_to(out / "kernels.sqlite")
-    db.close()
-    write_metrics(out, metrics)
-    return metrics
+    return finish_stage(
+        STAGE, out, db, judge.gpu, "parse+compile+verify+time (GPU)", reward_cfg, summary, wall_start, config,
+        best_per_task=best_per_task(db, pairs),
+        tasks={"trained": [t.name for t, _ in pairs if t.name not in skipped], "skipped_too_long": skipped,
+               "excluded": tasks_cfg.exclude, "prompts": len(dataset)},
+    )
 
 
 def main(argv=None) -> None:

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hgemm.problem import Problem, load_grid
-from stages.common import build_dataclass, guard_resume, load_stage_config, write_json, write_metrics
+from stages.common import build_dataclass, guard_resume, load_stage_config, write_json
 
 STAGE = "rl_hgemm"
 
@@ -283,12 +283,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, out_dir: str) -> dict:
-    import torch
 
-    from training.grpo import GRPOSettings, JudgeSettings, compare_phases, load_policy, resume_key, train_grpo
+    from training.grpo import GRPOSettings, JudgeSettings, finish_stage, load_policy, resume_key, train_grpo
     from training.kerneldb import KernelDB
-    from training.pretrain import environment
-    from training.rewards import KernelReward, RewardSettings, class_rewards
+    from training.rewards import KernelReward, RewardSettings
 
     wall_start = time.perf_counter()
     sections = {"shapes", "context", "judge", "reward", "grpo"}
@@ -335,32 +333,17 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
     leaked = sorted(trained_on & heldout_keys)
     if leaked:  # cannot happen by construction; checked because a leak would void the held-out table
         raise RuntimeError(f"held-out shapes were judged during training: {leaked[:5]}")
-    curves = json.loads((out / "curves.json").read_text())
     best = write_best_kernels(db, train, library, out / "best_kernels")
     sample_prompt, kept = prompts.prompt(train[0])
-    metrics = {
-        "stage": STAGE,
-        "reward_scope": "parse+compile+verify+time vs the strongest baseline (GPU)" if judge.gpu else
-                        "parse+compile only: no GPU here, nothing was run, verified or timed",
-        "timed": bool(judge.gpu),
-        "phases": compare_phases(curves),
-        "best_kernels": best,
-        "status_counts": db.status_counts(STAGE),
-        "evaluations": db.count(STAGE),
-        "shapes": {"train": len(train), "heldout": len(heldout), "buckets": len(buckets(train)),
-                   "shapes_judged": len(trained_on)},
-        "context": {"library_entries": len(library), "library_dir": library_dir,
-                    "example_prompt_context_kept": kept, "example_prompt_tokens": len(tokenizer(sample_prompt)["input_ids"])},
-        "class_rewards": class_rewards(reward_cfg),
-        "train": summary,
-        "wall_time_s": time.perf_counter() - wall_start,
-        "environment": environment() | {"cuda_available": torch.cuda.is_available()},
-        "config": config,
-    }
-    db.copy_to(out / "kernels.sqlite")
-    db.close()
-    write_metrics(out, metrics)
-    return metrics
+    return finish_stage(
+        STAGE, out, db, judge.gpu, "parse+compile+verify+time vs the strongest baseline (GPU)", reward_cfg, summary,
+        wall_start, config,
+        best_kernels=best,
+        shapes={"train": len(train), "heldout": len(heldout), "buckets": len(buckets(train)),
+                "shapes_judged": len(trained_on)},
+        context={"library_entries": len(library), "library_dir": library_dir, "example_prompt_context_kept": kept,
+                 "example_prompt_tokens": len(tokenizer(sample_prompt)["input_ids"])},
+    )
 
 
 def main(argv=None) -> None:

@@ -13,8 +13,10 @@ themselves (rl_hgemm drops contrastive examples until the prompt fits; see `prom
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from transformers import PreTrainedTokenizerBase, TrainerCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
 from hgemm.entry import EvalOptions
-from stages.common import write_json
+from stages.common import write_json, write_metrics
 from training.model import SAMPLING_ATTENTION, load_causal_lm, load_tokenizer, stop_token_ids
 from training.pretrain import TrainClock, _checkpoint_state
 
@@ -254,6 +256,34 @@ def compare_phases(curves: list[dict], fraction: float = 0.2) -> dict:
         if a or b:
             out[key] = {"first": sum(a) / len(a) if a else None, "last": sum(b) / len(b) if b else None}
     return out
+
+
+def finish_stage(stage: str, out: Path, db, gpu: bool, gpu_scope: str, reward_cfg, summary: dict,
+                 wall_start: float, config: dict, **specific) -> dict:
+    """What both RL stages end with: the metrics they share around their own (`specific`), a snapshot
+    of the kernel database into the output folder, and metrics.json written last."""
+    from training.pretrain import environment
+    from training.rewards import class_rewards
+
+    curves = json.loads((out / "curves.json").read_text())
+    metrics = {
+        "stage": stage,
+        "reward_scope": gpu_scope if gpu else "parse+compile only: no GPU here, nothing was run, verified or timed",
+        "timed": bool(gpu),
+        "phases": compare_phases(curves),
+        **specific,
+        "status_counts": db.status_counts(stage),
+        "evaluations": db.count(stage),
+        "class_rewards": class_rewards(reward_cfg),
+        "train": summary,
+        "wall_time_s": time.perf_counter() - wall_start,
+        "environment": environment() | {"cuda_available": torch.cuda.is_available()},
+        "config": config,
+    }
+    db.copy_to(out / "kernels.sqlite")
+    db.close()
+    write_metrics(out, metrics)
+    return metrics
 
 
 def _check_reference_loadable(model) -> None:

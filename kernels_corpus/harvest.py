@@ -25,12 +25,14 @@ PROJECT_PACKAGE = "hgemm-l2"
 PROJECT_LICENCE = "project"
 # Enough of a file's head to recognise binary content without reading whole archives.
 BINARY_SNIFF_BYTES = 8192
+# The values of Document.source: what a pretraining mix can weight (pretrain.train.source_weights).
+SOURCES = ("package", "family_variant", "reference", "task")
 
 
 @dataclass(frozen=True)
 class Document:
     text: str
-    source: str  # "package", "family_variant", "reference" or "task"
+    source: str  # one of SOURCES
     package: str
     version: str
     path: str

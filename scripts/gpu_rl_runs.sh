@@ -3,13 +3,14 @@
 # results/gpu-rl and work/gpu-rl from the first are still there): configs/gpu-rl.yaml.
 #   bash scripts/gpu_rl_runs.sh 1    corpus, tokenizer, tune, pretrain, rl_general
 #   bash scripts/gpu_rl_runs.sh 2    rl_hgemm, sample, bench, report; then everything kept is packed
+#   bash scripts/gpu_rl_runs.sh pretrain   corpus, tokenizer, pretrain only (does the model write the format?)
 # Each call writes $OUT/snakemake_<phase>.log; call 2 packs results/gpu-rl (no weights) into $OUT/rl.tgz.
 source scripts/gpu_env.sh
-PHASE=${1:?phase 1 or 2}
+PHASE=${1:?phase 1, 2 or pretrain}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
-target=$([ "$PHASE" = 1 ] && echo rl_general || echo all)
+case "$PHASE" in 1) target=rl_general ;; 2) target=all ;; *) target=$PHASE ;; esac
 start=$(date +%s)
-timeout 570 snakemake --cores all --keep-going --configfile configs/gpu-rl.yaml "$target" > "$OUT/snakemake_$PHASE.log" 2>&1
+timeout 570 snakemake "$target" --cores all --keep-going --configfile configs/gpu-rl.yaml > "$OUT/snakemake_$PHASE.log" 2>&1
 echo "snakemake ($target) exit $? after $(( $(date +%s) - start )) s"
 grep -E "Finished jobid|Error in rule|steps \(" "$OUT/snakemake_$PHASE.log" | tail -12
 cat results/gpu-rl/benchmarks/*.tsv 2>/dev/null | grep -v "^s" | cut -f1 | paste -sd' '

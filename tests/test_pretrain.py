@@ -14,7 +14,14 @@ from datasets import Dataset, DatasetDict
 
 from hgemm.problem import Problem
 from stages.common import load_stage_config
-from training.data import load_corpus, pack_blocks, packed_splits, tokenize_documents
+from training.data import (
+    load_corpus,
+    pack_blocks,
+    packed_splits,
+    source_token_shares,
+    tokenize_documents,
+    weight_sources,
+)
 from training.model import (
     ModelSettings,
     build_model,
@@ -170,6 +177,38 @@ def test_packing_fills_blocks_with_bos_eos(tokenizer_dir, corpus_dir):
     assert len(val) == 2 and len(train) == len(packed)
     with pytest.raises(ValueError, match="no full block"):
         packed_splits(corpus, tok, 10**6)
+
+
+def test_source_weights_repeat_documents_and_leave_validation_alone(tokenizer_dir):
+    from datasets import Dataset, DatasetDict
+
+    rows = [{"text": f"doc {i} " + "x" * (10 + i), "source": src} for i, src in
+            enumerate(["package"] * 6 + ["reference"] * 3 + ["task"] * 2)]
+    ds = Dataset.from_list(rows)
+    weighted = weight_sources(ds, {"reference": 3, "task": 0, "package": 1.5}, seed=1)
+    texts = weighted["text"]
+    assert all(texts.count(r["text"]) == 3 for r in rows if r["source"] == "reference")
+    assert not any(r["source"] == "task" for r in weighted)  # weight 0 drops the source
+    package_copies = [texts.count(r["text"]) for r in rows if r["source"] == "package"]
+    assert sorted(set(package_copies)) == [1, 2]  # 1.5: one copy each, a second for about half
+    assert texts != sorted(texts, key=[r["text"] for r in rows].index)  # shuffled, not grouped
+    assert weight_sources(ds, {"reference": 3, "package": 1.5}, seed=1)["text"] == \
+        weight_sources(ds, {"reference": 3, "package": 1.5}, seed=1)["text"]  # seeded
+    assert weight_sources(ds, None) is ds
+    with pytest.raises(ValueError, match="unknown source"):
+        weight_sources(ds, {"refrence": 2})
+    assert len(weight_sources(ds, {"family_variant": 2})) == len(ds)  # absent from this corpus: a warning
+    with pytest.raises(ValueError, match=">= 0"):
+        weight_sources(ds, {"reference": -1})
+
+    tok = load_tokenizer(tokenizer_dir)
+    shares: dict = {}
+    corpus = DatasetDict({"train": ds, "validation": ds})
+    train, val = packed_splits(corpus, tok, 8, source_weights={"reference": 10}, shares=shares)
+    assert shares["train"]["reference"] > shares["validation"]["reference"] * 2
+    assert abs(sum(shares["train"].values()) - 1) < 1e-3
+    assert shares["validation"] == source_token_shares(tokenize_documents(ds, tok))
+    assert len(train) > len(val)
 
 
 # ---- sampling checks --------------------------------------------------------------------------------

@@ -135,6 +135,9 @@ def test_goals_summary_from_the_h200_tune():
     md = goals_markdown(results)
     assert "| aligned 4096^3 | 1 | vs_cublas |" in md and "## Misses" in md
     assert "Whole grid (59 shapes)" in md
+    assert "torch.compile max-autotune was not timed in this run" in md  # this tune left it out
+    results["options"]["torch_compile"] = True
+    assert "not timed" not in goals_markdown(results) and "pad8_cublas, torch_compile." in goals_markdown(results)
 
 
 def test_kernel_database_section(tmp_path):

@@ -70,6 +70,8 @@ class TrainSettings:
     dataloader_num_workers: int = 2
     map_workers: int | None = None  # datasets.map processes; null: chosen from corpus size
     seed: int = 0
+    # Repeats per document by corpus source (training.data.weight_sources); unnamed sources: 1.
+    source_weights: dict[str, float] = field(default_factory=dict)
 
 
 # Settings that do not change what a checkpoint means: editing them must not block a resume.
@@ -289,8 +291,10 @@ def run_pretrain(
     n_params = count_parameters(model)
     flops_per_token = model_flops_per_token(model, cfg.train.block_size)
 
+    token_shares: dict = {}
     train_ds, eval_ds = packed_splits(
-        load_corpus(corpus_dir), tokenizer, cfg.train.block_size, cfg.train.max_eval_blocks, cfg.train.map_workers
+        load_corpus(corpus_dir), tokenizer, cfg.train.block_size, cfg.train.max_eval_blocks, cfg.train.map_workers,
+        source_weights=cfg.train.source_weights, seed=cfg.train.seed, shares=token_shares,
     )
     args = build_training_arguments(cfg.train, work_dir, deepspeed)
     clock = TrainClock(cfg.train.max_train_seconds)
@@ -359,6 +363,8 @@ def run_pretrain(
             "tokens_this_run": clock.steps * tokens_per_step,
             "train_blocks": len(train_ds),
             "eval_blocks": len(eval_ds),
+            "source_weights": cfg.train.source_weights,
+            "source_token_share": token_shares,
             "bf16": args.bf16,
             "gradient_checkpointing": cfg.train.gradient_checkpointing,
             "deepspeed": deepspeed,

@@ -1,22 +1,22 @@
-// HGEMM, tensor-core mma.sync m16n8k16 (fp32 accumulate): 64x128x32 CTA tile,
-// 2x2 warps, 4-stage cp.async ring, swizzled smem, ldmatrix,
-// grouped rasterisation (GROUP_M=8), split-K up to 2 via fp32 workspace atomics.
+// HGEMM, tensor-core mma.sync m16n8k16 (fp32 accumulate): 64x64x32 CTA tile,
+// 2x2 warps, 3-stage cp.async ring, swizzled smem, ldmatrix,
+// grouped rasterisation (GROUP_M=8), no split-K.
 // Any M, N, K: zero-filled edge tiles; a guarded element path when rows are not 16-byte aligned.
 #include <cuda_fp16.h>
 #include <stdint.h>
 
 /*@launch
-entry: mma_sync_64x128x32_w2x2_s4_g8_sk2
+entry: mma_sync_64x64x32_w2x2_s3_g8_sk1
 block: 128
-grid: cdiv(M, 64) * cdiv(N, 128), min(2, cdiv(K, 32)), batch
-smem: 49152
-workspace: batch * M * N * 4 + batch * cdiv(M, 64) * cdiv(N, 128) * 4
+grid: cdiv(M, 64) * cdiv(N, 64), 1, batch
+smem: 24576
+workspace: 0
 layouts: NN, TN
 @*/
 
-constexpr int BM = 64, BN = 128, BK = 32;
+constexpr int BM = 64, BN = 64, BK = 32;
 constexpr int WARPS_M = 2, WARPS_N = 2;
-constexpr int STAGES = 4;
+constexpr int STAGES = 3;
 constexpr int GROUP_M = 8;
 constexpr int MIN_BLOCKS = 3;
 
@@ -272,7 +272,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[MI][NI][4], unsigned char*
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
-mma_sync_64x128x32_w2x2_s4_g8_sk2(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+mma_sync_64x64x32_w2x2_s3_g8_sk1(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
       int M, int N, int K, int batch, void* workspace) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;

@@ -68,6 +68,7 @@ def test_report_from_h200_fixture(tmp_path):
         "curves_rl_hgemm.png", "speedup_heatmaps.png", "tflops_vs_size.png"]
     assert "first 20%" in md and "reward_mean" in md and "correct_rate" in md
     assert "Not available: no rl_general curves.json" in md  # a missing input is a section, not a crash
+    assert "carry no speed signal" not in md  # some completions were verified
     docs = json.loads((CORPUS_STATS / "stats.json").read_text())["total"]["docs"]
     assert f"{docs:,} documents" in md and "nvidia-cutlass" in md  # corpus statistics
     assert "NVIDIA H200" in md and "580.159.04" in md  # environment
@@ -111,6 +112,18 @@ def test_shape_row_prefers_the_model_and_compares_with_the_library():
     assert row["kernel"] == "model" and row["time_us"] == cands["mma_sync"]["time_us"]
     assert row["vs_library"] == pytest.approx(cands["smem_tiled"]["time_us"] / cands["mma_sync"]["time_us"])
     assert row["best_baseline"] == pr["best_baseline"] and "cublas" in row["baselines_us"]
+
+
+def test_curves_without_a_verified_completion_are_flagged(tmp_path):
+    # the first gpu-rl run: every rl_hgemm completion was a parse error
+    folder = tmp_path / "rl_hgemm"
+    folder.mkdir()
+    (folder / "curves.json").write_text(
+        (ROOT / "benchmarks" / "rl_runs" / "session3_default_mix" / "rl_hgemm" / "curves.json").read_text())
+    out = tmp_path / "report"
+    assert report_stage.main(["--config", _config(tmp_path), "--rl-hgemm", str(folder), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "No rl_hgemm completion passed verification in any step" in md
 
 
 def test_curve_groups_and_first_last():

@@ -102,6 +102,11 @@ def curve_sections(doc: list, inputs: ReportInputs) -> None:
 
         _figure(doc, f"curves_{stage}", lambda: curves_figure(curves, groups, label),
                 f"Reward, compile, correct and speedup curves of {stage}")
+        if not any(row.get("correct_rate") for row in curves):
+            # Without one verified completion every reward is a failure class (plus format shaping):
+            # the curves then show format learning at most, never speed.
+            doc.append(("p", f"No {stage} completion passed verification in any step, so its rewards came from "
+                             "failure classes and format shaping only: these curves carry no speed signal."))
         keys = [k for ks in groups.values() for k in ks]
         if keys:
             headers, cells = tables.first_last_table(curves, keys)

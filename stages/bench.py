@@ -3,8 +3,10 @@
     python -m stages.bench --config configs/default.yaml --samples results/sample --library results/tune \
         --out results/bench
 
-Shapes: the config's grid (optionally some classes / the first N) plus any shape the sample stage kept
-a kernel for (held-out shapes). Each shape gets its own two contenders, through
+Shapes: the config's grid (optionally some classes / the first N), plus every held-out shape the
+sample stage was asked for (its evaluated.json; kept kernel or not) and any other shape it kept a kernel
+for. Held-out problems are flagged (`heldout`), and summary.md gives them their own table: best-of-k
+against the strongest baseline and the library, and the share where the model beats the library. Each shape gets its own two contenders, through
 hgemm.cli.run_bench's `select`: `model` (stages.sample's best/<key>.cu, when it kept one) and
 `library` (what hgemm.library dispatches the shape to: exact tuned entry, nearest, or fallback).
 In results.json each problem names them by role, so the summaries compare roles across shapes.
@@ -68,14 +70,25 @@ def library_choice(library_dir: str | Path):
     return choose
 
 
-def bench_problems(settings: BenchSettings, sampled: dict[str, tuple[Problem, str]]) -> list[Problem]:
+def heldout_evaluated(samples_dir: str | Path) -> list[Problem]:
+    """The held-out shapes the sample stage evaluated (evaluated.json), whether or not it kept a kernel."""
+    path = Path(samples_dir) / "evaluated.json"
+    if not path.exists():
+        return []
+    return [Problem.from_dict(e["problem"]) for e in json.loads(path.read_text()) if e.get("heldout")]
+
+
+def bench_problems(settings: BenchSettings, sampled: dict[str, tuple[Problem, str]],
+                   heldout: list[Problem] = ()) -> list[Problem]:
     problems = load_grid(settings.grid)
     if settings.classes:
         problems = [p for p in problems if p.shape_class in settings.classes]
     if settings.limit:
         problems = problems[:settings.limit]
-    seen = {p.key for p in problems}
-    return problems + [p for key, (p, _) in sampled.items() if key not in seen]
+    out = {p.key: p for p in problems}
+    for p in list(heldout) + [p for p, _ in sampled.values()]:
+        out.setdefault(p.key, p)
+    return list(out.values())
 
 
 def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: bool = True) -> dict:
@@ -83,8 +96,10 @@ def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: b
     from hgemm.entry import EvalOptions
 
     sampled = sampled_kernels(samples_dir)
+    heldout = heldout_evaluated(samples_dir)
+    held_keys = {p.key for p in heldout}
     choose = library_choice(library_dir)
-    problems = bench_problems(settings, sampled)
+    problems = bench_problems(settings, sampled, heldout)
     named: dict[str, str] = {}  # unique candidate name -> text: each kernel compiles once
     contenders: dict[str, dict[str, str]] = {}  # shape key -> role -> candidate name
     sources: dict[str, dict] = {}
@@ -113,6 +128,7 @@ def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: b
         pr["candidates"] = {role: by_name[name] for role, name in contenders[key].items() if name in by_name}
         pr["kernels"] = sources[key]
         pr["sampled"] = key in sampled
+        pr["heldout"] = key in held_keys
     results["grid"] = settings.grid
     return results
 
@@ -131,9 +147,15 @@ def model_vs_library(results: dict) -> list[dict]:
 
 
 def summary_markdown(results: dict) -> str:
+    from hgemm.report.tables import heldout_rows, heldout_table
     from hgemm.summary import markdown
 
     text = markdown(results, title="Best sampled kernel and seed library vs the baselines")
+    held = heldout_rows(results)
+    if held and results.get("gpu_run"):
+        sentence, headers, cells = heldout_table(held)
+        text += (f"\n## Held-out shapes\n\n{sentence}\n\n| " + " | ".join(headers) + " |\n|"
+                 + "---|" * len(headers) + "\n" + "".join("| " + " | ".join(row) + " |\n" for row in cells))
     rows = model_vs_library(results)
     if rows:
         wins = sum(r["model_vs_library"] > 1 for r in rows)
@@ -151,7 +173,10 @@ def bench_metrics(settings: BenchSettings, results: dict, wall_s: float) -> dict
         return [pr["candidates"][role]["speedup_vs_best"] for pr in results["problems"]
                 if pr["candidates"].get(role, {}).get("speedup_vs_best") and (pr.get("sampled") or not sampled_only)]
 
+    from hgemm.report.tables import heldout_rows
+
     rows = model_vs_library(results)
+    held = heldout_rows(results)
     statuses = {role: {} for role in ROLES}
     for pr in results["problems"]:
         for role, r in pr["candidates"].items():
@@ -167,6 +192,12 @@ def bench_metrics(settings: BenchSettings, results: dict, wall_s: float) -> dict
         "geomean_library_vs_best_baseline": geomean(speedups("library")),
         "geomean_model_vs_library": geomean([r["model_vs_library"] for r in rows]),
         "share_model_beats_library": (sum(r["model_vs_library"] > 1 for r in rows) / len(rows)) if rows else None,
+        "heldout_shapes": len(held),
+        "heldout_share_model_beats_library": (sum((r["model_vs_library"] or 0) > 1 for r in held) / len(held)
+                                              if held and gpu else None),
+        "heldout_geomean_model_vs_best_baseline": geomean([r["model_vs_best"] for r in held if r["model_vs_best"]]),
+        "heldout_geomean_library_vs_best_baseline": geomean([r["library_vs_best"] for r in held
+                                                             if r["library_vs_best"]]),
         "wall_s": wall_s,
     }
 

@@ -180,6 +180,9 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
                            "speedup_vs_best": v.get("speedup_vs_best"), "file": f"best/{p.key}.cu"}
     atomic_write_text(out / "samples.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     write_json(out / "best.json", best)
+    # Every shape asked for, kept kernel or not: the bench stage benches the held-out ones regardless,
+    # so a held-out shape the model failed on still counts against it.
+    write_json(out / "evaluated.json", [{"problem": p.to_dict(), "heldout": held} for p, held in problems])
 
     gpu_run = judge.gpu
     statuses = Counter(r["status"] for r in records)
@@ -209,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="YAML with the sample settings, or an experiment config with a 'sample:' section")
     ap.add_argument("--model", required=True, help="final model folder (rl_hgemm output: model and tokenizer)")
     ap.add_argument("--heldout", default=None, help="rl_hgemm's heldout.json: shapes held out of training")
-    ap.add_argument("--out", required=True, help="output folder: samples.jsonl, best/, best.json, metrics.json")
+    ap.add_argument("--out", required=True,
+                    help="output folder: samples.jsonl, best/, best.json, evaluated.json, metrics.json")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override one setting (value parsed as YAML); repeatable")
     args = ap.parse_args(argv)

@@ -114,6 +114,30 @@ def test_shape_row_prefers_the_model_and_compares_with_the_library():
     assert row["best_baseline"] == pr["best_baseline"] and "cublas" in row["baselines_us"]
 
 
+def test_heldout_table_counts_shapes_without_a_model_kernel_as_losses(tmp_path):
+    from hgemm.report.tables import heldout_rows, heldout_table
+
+    results = json.loads(FIXTURE.read_text())
+    probs = results["problems"][:3]
+    for pr in probs:  # library at half the strongest baseline's speed; the model: as fast, a quarter, none
+        pr["heldout"] = True
+        pr["candidates"] = {"library": {"status": "ok", "time_us": 2 * pr["best_baseline_us"], "speedup_vs_best": 0.5}}
+    probs[0]["candidates"]["model"] = {"status": "ok", "time_us": probs[0]["best_baseline_us"], "speedup_vs_best": 1.0}
+    probs[1]["candidates"]["model"] = {"status": "ok", "time_us": 4 * probs[1]["best_baseline_us"],
+                                       "speedup_vs_best": 0.25}
+    rows = heldout_rows(results)
+    assert [r["model_vs_library"] for r in rows] == [2.0, 0.5, None]
+    sentence, headers, cells = heldout_table(rows)
+    assert "kept a verified kernel for 2" in sentence and "on 1 of 3 (33%)" in sentence
+    assert cells[2][4] == "no kernel kept" and cells[2][7] == "—"
+    out = tmp_path / "report"
+    bench = tmp_path / "results.json"
+    bench.write_text(json.dumps(results))
+    assert report_stage.main(["--config", _config(tmp_path), "--bench", str(bench), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "### Held-out shapes" in md and "beats the seed library's on 1 of 3" in md
+
+
 def test_curves_without_a_verified_completion_are_flagged(tmp_path):
     # the first gpu-rl run: every rl_hgemm completion was a parse error
     folder = tmp_path / "rl_hgemm"

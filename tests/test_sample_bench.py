@@ -134,7 +134,10 @@ def test_sample_and_bench_stage_clis_on_cpu(tmp_path, tiny_model_dir):
     results = json.loads((bench_out / "results.json").read_text())
     assert results["gpu_run"] is False
     by_key = {Problem.from_dict(pr["problem"]).key: pr for pr in results["problems"]}
-    assert set(by_key) == {"b1_m256_n256_k256_NN", "b1_m1024_n1024_k1024_NN"}
+    # the held-out 96^3 is benched although the model kept no kernel for it (evaluated.json)
+    assert set(by_key) == {"b1_m256_n256_k256_NN", "b1_m1024_n1024_k1024_NN", "b1_m96_n96_k96_NN"}
+    assert [k for k, pr in by_key.items() if pr["heldout"]] == ["b1_m96_n96_k96_NN"]
+    assert set(by_key["b1_m96_n96_k96_NN"]["candidates"]) == {"library"}
     # each shape runs only its own contenders: the model kernel of 256^3 is not run on 1024^3
     assert set(by_key["b1_m256_n256_k256_NN"]["candidates"]) == {"model", "library"}
     assert set(by_key["b1_m1024_n1024_k1024_NN"]["candidates"]) == {"library"}
@@ -143,7 +146,8 @@ def test_sample_and_bench_stage_clis_on_cpu(tmp_path, tiny_model_dir):
     assert "Nothing was timed" in (bench_out / "summary.md").read_text()
     metrics = json.loads((bench_out / "metrics.json").read_text())
     assert metrics["timed"] is False and metrics["shapes_with_model_kernel"] == 1
-    assert metrics["statuses"] == {"model": {"compiled": 1}, "library": {"compiled": 2}}
+    assert metrics["statuses"] == {"model": {"compiled": 1}, "library": {"compiled": 3}}
+    assert metrics["heldout_shapes"] == 1 and metrics["heldout_share_model_beats_library"] is None  # not timed
 
 
 def test_bench_without_library_table_still_benches_the_model(tmp_path):

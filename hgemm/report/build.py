@@ -70,6 +70,16 @@ def bench_sections(doc: list, results: dict | None, settings: ReportSettings, so
     doc.append(("h", 3, "Per shape"))
     headers, cells = tables.per_shape_table(rows, timed)
     doc.append(("table", headers, cells))
+    held = tables.heldout_rows(results)
+    if held:
+        doc.append(("h", 3, "Held-out shapes"))
+        if timed:
+            sentence, headers, cells = tables.heldout_table(held)
+            doc.append(("p", sentence))
+            doc.append(("table", headers, cells))
+        else:
+            doc.append(("p", f"{len(held)} held-out shapes are in the per-shape table; nothing was timed, so "
+                             "the model-vs-library comparison needs a GPU run."))
     if not timed:
         doc.append(("p", "Heatmaps and TFLOP/s plots need timings: not available on a CPU-only run."))
         return

@@ -72,6 +72,45 @@ def per_shape_table(rows: list[dict], timed: bool) -> tuple[list[str], list[list
     return headers, cells
 
 
+def heldout_rows(results: dict) -> list[dict]:
+    """One row per held-out shape of a bench stage results file: the model's best-of-k and the library
+    kernel, each against the strongest baseline and against each other. A shape where the model kept
+    no verified kernel stays in, with its status, and counts as not beating the library."""
+    rows = []
+    for pr in results.get("problems", []):
+        if not pr.get("heldout"):
+            continue
+        c = pr.get("candidates", {})
+        model, lib = c.get("model", {}), c.get("library", {})
+        m_ok = model.get("status") == "ok" and model.get("time_us")
+        l_ok = lib.get("status") == "ok" and lib.get("time_us")
+        rows.append({
+            "key": Problem.from_dict(pr["problem"]).key, "class": pr["problem"].get("shape_class", ""),
+            "best_baseline": pr.get("best_baseline"), "best_baseline_us": pr.get("best_baseline_us"),
+            "model_status": model.get("status", "no kernel kept"), "library_status": lib.get("status", "none"),
+            "model_us": model.get("time_us") if m_ok else None, "library_us": lib.get("time_us") if l_ok else None,
+            "model_vs_best": model.get("speedup_vs_best") if m_ok else None,
+            "library_vs_best": lib.get("speedup_vs_best") if l_ok else None,
+            "model_vs_library": lib["time_us"] / model["time_us"] if m_ok and l_ok else None,
+        })
+    return rows
+
+
+def heldout_table(rows: list[dict]) -> tuple[str, list[str], list[list[str]]]:
+    """(sentence, headers, cells) for the held-out rows; the sentence gives the share that beats the library."""
+    wins = sum((r["model_vs_library"] or 0) > 1 for r in rows)
+    verified = sum(r["model_us"] is not None for r in rows)
+    sentence = (f"{len(rows)} held-out shapes (never trained on): the model kept a verified kernel for {verified}, "
+                f"and its kernel beats the seed library's on {wins} of {len(rows)} ({wins / len(rows):.0%}).")
+    headers = ["shape", "class", "strongest baseline", "its µs", "model (best of k)", "model vs strongest",
+               "library vs strongest", "model vs library"]
+    cells = [[r["key"], r["class"], r["best_baseline"] or "—", fmt(r["best_baseline_us"], 1),
+              fmt(r["model_us"], 1) + " µs" if r["model_us"] is not None else r["model_status"],
+              fmt(r["model_vs_best"], 3), fmt(r["library_vs_best"], 3), fmt(r["model_vs_library"], 3)]
+             for r in rows]
+    return sentence, headers, cells
+
+
 def curve_keys(curves: list[dict]) -> dict[str, list[str]]:
     """Numeric curve columns, grouped by what they measure (reward, compile, correct, speedup)."""
     groups: dict[str, list[str]] = {"reward": [], "compile": [], "correct": [], "speedup": []}

@@ -1,4 +1,5 @@
-"""`hgemm check FILE...` and `hgemm bench --kernels PATH --grid GRID --out results.json`."""
+"""`hgemm check FILE...`, `hgemm bench --kernels PATH --grid GRID --out results.json`, `hgemm tune`,
+and `hgemm summarize RESULTS [--goals]` (Markdown again from a results file, no GPU needed)."""
 
 from __future__ import annotations
 
@@ -141,6 +142,19 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def cmd_summarize(args) -> int:
+    """Markdown again from a results file already on disk (no GPU): after a change to the summaries, or
+    on a machine that only has the committed JSON."""
+    from .summary import goals_markdown, markdown
+
+    results = json.loads(Path(args.results).read_text())
+    md = goals_markdown(results) if args.goals else markdown(results)
+    if args.out:
+        Path(args.out).write_text(md)
+    print(md)
+    return 0
+
+
 def _grid_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid", required=True, help="grid YAML (see configs/grids/)")
     p.add_argument("--classes", nargs="*", help="only these shape classes of the grid")
@@ -174,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--tiles", type=int, default=5, help="distinct tile shapes per family and shape to time")
     _grid_args(t)
     t.set_defaults(fn=cmd_tune)
+
+    m = sub.add_parser("summarize", help="the Markdown summary (or issue 3's goals) of an existing results JSON")
+    m.add_argument("results", help="results JSON of hgemm bench, or a library's bench.json")
+    m.add_argument("--goals", action="store_true", help="the per-class goals table with each miss (goals.md)")
+    m.add_argument("--out", default=None, help="write the Markdown here as well as printing it")
+    m.set_defaults(fn=cmd_summarize)
 
     args = parser.parse_args(argv)
     return args.fn(args)

@@ -106,6 +106,19 @@ def _instruction_path(name: str, res: dict) -> str:
     return ("HGMMA (wgmma)" if name.startswith("wgmma") else "HMMA (mma.sync)") + ", by name (no SASS read)"
 
 
+def roofline_us(p: dict, tflops: float | None, gbps: float | None) -> tuple[float | None, str]:
+    """(time, bound) of the simplest roofline for problem p: its flops at the compute ceiling against its
+    compulsory bytes (A, B read once, C written once) at the copy ceiling, whichever is longer."""
+    b = p.get("batch", 1)
+    flops = 2.0 * p["M"] * p["N"] * p["K"] * b
+    nbytes = 2.0 * (p["M"] * p["K"] + p["K"] * p["N"] + p["M"] * p["N"]) * b
+    t_compute = flops / (tflops * 1e12) * 1e6 if tflops else None
+    t_memory = nbytes / (gbps * 1e9) * 1e6 if gbps else None
+    if t_compute is None or t_memory is None:
+        return None, "—"
+    return (t_compute, "compute") if t_compute >= t_memory else (t_memory, "memory")
+
+
 def _baselines_line(options: dict) -> str:
     """Which baselines "the strongest" was taken from: issue 3's bar includes torch.compile, which
     tuning leaves out by default (minutes of autotuning per shape)."""
@@ -125,6 +138,7 @@ def goals_markdown(results: dict) -> str:
     best = best_candidate_per_problem(results)
     ceilings = next(iter((results.get("ceilings") or {}).values()), None) or {}
     copy_gbps = ceilings.get("copy_gbps")
+    peak_tflops = ceilings.get("cublas_fp16_tflops_8192")  # what cuBLAS reaches at 8192^3: an attained ceiling
     rows = []
     for pr in results["problems"]:
         p = pr["problem"]
@@ -165,10 +179,19 @@ def goals_markdown(results: dict) -> str:
     all_cublas = [x["r"].get("speedup_vs_cublas") for x in rows]
     lines += ["", f"Whole grid ({len(rows)} shapes): geomean {geomean(all_cublas):.3f}x cuBLAS (goal 1.15), "
               f"{geomean(all_best):.3f}x the strongest baseline (goal 1.0); worst {min(all_best):.3f} (goal 0.9).", "",
-              "## Misses", "", "| shape | class goal | measured | kernel | path | regs | static smem B | TFLOP/s | cuBLAS TFLOP/s |",
-              "|---|---|---:|---|---|---:|---:|---:|---:|"]
+              "## Misses", "",
+              "Roofline: the longer of the flops at the compute ceiling (cuBLAS at 8192³ in this run"
+              + (f", {peak_tflops:.0f} TFLOP/s" if peak_tflops else ", not measured") + ") and the compulsory bytes "
+              "(A and B read once, C written once) at the copy bandwidth; *of roofline* is that time over the "
+              "kernel's.", "",
+              "| shape | class goal | measured | kernel | path | regs | static smem B | TFLOP/s | cuBLAS TFLOP/s "
+              "| bound | roofline µs | kernel µs | of roofline |",
+              "|---|---|---:|---|---|---:|---:|---:|---:|---|---:|---:|---:|"]
     for label, x, v in misses:
+        t_roof, bound = roofline_us(x["p"], peak_tflops, copy_gbps)
+        t = x["r"].get("time_us")
         lines.append(f"| {x['key']} | {label} | {v:.3f} | {x['name']} | {_instruction_path(x['name'], x['res'])} | "
                      f"{x['res'].get('registers', '—')} | {x['res'].get('smem_static', '—')} | "
-                     f"{x['r'].get('tflops', 0):.0f} | {x['cublas_tflops'] or 0:.0f} |")
+                     f"{x['r'].get('tflops', 0):.0f} | {x['cublas_tflops'] or 0:.0f} | {bound} | "
+                     f"{_fmt(t_roof, 1)} | {_fmt(t, 1)} | {_fmt(t_roof / t if t_roof and t else None, 3)} |")
     return "\n".join(lines) + "\n"

@@ -173,8 +173,31 @@ def test_goals_summary_from_the_h200_tune():
     assert "| aligned 4096^3 | 1 | vs_cublas |" in md and "## Misses" in md
     assert "Whole grid (59 shapes)" in md
     assert "torch.compile max-autotune was not timed in this run" in md  # this tune left it out
+    # each miss against the run's own ceilings: 4096^3 is compute-bound (770 TFLOP/s -> 178.5 us)
+    row = next(line for line in md.splitlines() if line.startswith("| b1_m4096_n4096_k4096_NN | aligned >= 2048"))
+    assert "| compute | 178.5 |" in row
     results["options"]["torch_compile"] = True
     assert "not timed" not in goals_markdown(results) and "pad8_cublas, torch_compile." in goals_markdown(results)
+
+
+def test_summarize_cli_rewrites_the_markdown_of_a_results_file(tmp_path, capsys):
+    from hgemm.cli import main
+
+    out = tmp_path / "goals.md"
+    assert main(["summarize", str(ROOT / "benchmarks" / "tune" / "bench.json"), "--goals", "--out", str(out)]) == 0
+    assert out.read_text() == (ROOT / "benchmarks" / "tune" / "goals.md").read_text()  # the committed one is current
+    assert main(["summarize", str(FIXTURE)]) == 0
+    assert "| shape | best baseline |" in capsys.readouterr().out
+
+
+def test_roofline_bound_and_time():
+    from hgemm.summary import roofline_us
+
+    t, bound = roofline_us({"M": 1, "N": 4096, "K": 4096}, 770.0, 4000.0)  # a GEMV: B's 32 MiB dominate
+    assert bound == "memory" and t == pytest.approx(2 * (4096 + 4096 * 4096 + 4096) / 4000e9 * 1e6)
+    t, bound = roofline_us({"M": 4096, "N": 4096, "K": 4096, "batch": 2}, 800.0, 4000.0)
+    assert bound == "compute" and t == pytest.approx(2 * 2 * 4096**3 / 800e12 * 1e6)
+    assert roofline_us({"M": 8, "N": 8, "K": 8}, None, 4000.0) == (None, "—")
 
 
 def test_kernel_database_section(tmp_path):

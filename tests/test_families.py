@@ -260,6 +260,93 @@ def test_wgmma_smem_descriptor_model(layout, tile):
     np.testing.assert_array_equal(C, A @ B)
 
 
+def _ldg_segment_chunks(mem: np.ndarray, first: int, valid: int, reads: list) -> list[np.ndarray]:
+    """The ldg loader on one 64-element segment, mirrored from wgmma.py (ldg_blocks + realign): `mem`
+    is global memory as bytes, `first` the segment's byte address; each 16-byte block read is appended
+    to `reads`. Returns the 8 chunks (8 fp16 each) the 8 lanes of the group store."""
+    end = first + 2 * valid
+    zero = np.zeros(4, "<u4")
+    own, extra = [], zero
+    for c in range(8):                                 # ldg_blocks
+        blk = (first & ~15) + 16 * c
+        own.append(mem[blk:blk + 16].view("<u4") if valid > 0 and blk < end else zero)
+        if valid > 0 and blk < end:
+            reads.append(blk)
+        if c == 7 and blk + 16 < end:
+            extra = mem[blk + 16:blk + 32].view("<u4")
+            reads.append(blk + 16)
+    off = first & 15
+    chunks = []
+    for c in range(8):                                 # realign
+        nxt = own[c + 1] if c < 7 else extra           # __shfl_down_sync(…, 1, 8); lane 7 takes its extra block
+        v = [int(x) for x in own[c]] + [int(x) for x in nxt]
+        t = [v[j + 2] if off & 8 else v[j] for j in range(6)]
+        u = [t[j + 1] if off & 4 else t[j] for j in range(5)]
+        w = [((u[j + 1] << 32 | u[j]) >> (16 if off & 2 else 0)) & 0xFFFFFFFF for j in range(4)]  # __funnelshift_r
+        keep = valid - 8 * c
+        if keep < 8:
+            w = [x & ((0xFFFF if 2 * j < keep else 0) | (0xFFFF0000 if 2 * j + 1 < keep else 0)) for j, x in enumerate(w)]
+        chunks.append(np.array(w, dtype="<u4").view(np.uint16))
+    return chunks
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+@pytest.mark.parametrize("shape", [(131, 129, 127), (130, 67, 129), (64, 64, 70)])
+def test_wgmma_ldg_loader_writes_what_tma_would(layout, shape):
+    """The ldg loader's segments, loads, realignment, zero fill and swizzled stores (mirrored from
+    kernels_corpus/families/wgmma.py) fill every stage of shapes with odd K or N exactly as TMA boxes
+    over zero-padded operands would, from operands at a 2-byte (not 16-byte) aligned address, and
+    read no 16-byte block that holds none of the operand's bytes."""
+    M, N, K = shape
+    bm, bn = 128, 128                                  # the ldg tile
+    rng = np.random.default_rng(2)
+    a = rng.integers(1, 60000, (M, K)).astype(np.uint16)
+    b = rng.integers(1, 60000, (N, K) if layout == "TN" else (K, N)).astype(np.uint16)
+    base = 34                                          # operand start: 2 bytes past a 16-byte boundary
+
+    def memory(x):
+        mem = np.full(base + x.nbytes + 64, 0xAB, np.uint8)
+        mem[base:base + x.nbytes] = x.reshape(-1).view(np.uint8)
+        return mem
+
+    mem_a, mem_b = memory(a), memory(b)
+    a_pad = np.zeros((M + bm, K + 64), np.uint16)
+    a_pad[:M, :K] = a
+    b_pad = np.zeros((b.shape[0] + 128, b.shape[1] + 128), np.uint16)
+    b_pad[:b.shape[0], :b.shape[1]] = b
+    reads_a, reads_b = [], []
+    for m0 in range(0, M, bm):
+        for n0 in range(0, N, bn):
+            for k0 in range(0, K, 64):
+                want = np.full((bm + bn) * 64, np.nan)  # the stage as TMA boxes write it
+                _tma_box_write(want, 0, a_pad[m0:m0 + bm, k0:k0 + 64].astype(float))
+                for j in range(bn // 64):
+                    box = (b_pad[n0 + 64 * j:n0 + 64 * j + 64, k0:k0 + 64] if layout == "TN"
+                           else b_pad[k0:k0 + 64, n0 + 64 * j:n0 + 64 * j + 64])
+                    _tma_box_write(want, bm * 128 + j * 8192, box.astype(float))
+                got = np.full_like(want, np.nan)
+                for seg in range(bm + bn):             # segment(): A rows, then B rows (TN) / box k-rows (NN)
+                    if seg < bm:
+                        m = m0 + seg
+                        mem, reads, row = mem_a, reads_a, seg * 128
+                        first, valid = base + 2 * (m * K + k0), (min(64, K - k0) if m < M else 0)
+                    elif layout == "TN":
+                        n = n0 + seg - bm
+                        mem, reads, row = mem_b, reads_b, bm * 128 + (seg - bm) * 128
+                        first, valid = base + 2 * (n * K + k0), (min(64, K - k0) if n < N else 0)
+                    else:
+                        kr, j = (seg - bm) % 64, (seg - bm) // 64
+                        k, n = k0 + kr, n0 + 64 * j
+                        mem, reads, row = mem_b, reads_b, bm * 128 + j * 8192 + kr * 128
+                        first, valid = base + 2 * (k * N + n), (min(64, N - n) if k < K and n < N else 0)
+                    for c, chunk in enumerate(_ldg_segment_chunks(mem, first, valid, reads)):
+                        slot = row + ((c ^ ((row >> 7) & 7)) << 4)
+                        got[slot // 2:slot // 2 + 8] = chunk
+                np.testing.assert_array_equal(got, want)
+    for reads, x in ((reads_a, a), (reads_b, b)):
+        assert reads and all(blk < base + x.nbytes and blk + 16 > base for blk in reads)
+
+
 def test_wgmma_accumulator_mapping_is_a_bijection():
     """Epilogue (row, col) of register 4j + 2h + e, lane l, warp w covers a 64 x N atom exactly once."""
     for n in (64, 128, 256):
@@ -276,8 +363,13 @@ def test_wgmma_spec_and_applicability():
     for p in wgmma.variants():
         spec = parse_candidate(wgmma.render(p)).spec
         assert spec.layouts == ("NN", "TN")
-        assert [(t.operand, t.box, t.swizzle) for t in spec.tensor_maps] == [("A", (p["bm"], 64), 128), ("B", (64, 64), 128)]
-        assert spec.block[0] == 128 * (1 + p["consumers"])
+        if p.get("loader") == "ldg":  # no tensor maps: 2 producer warpgroups load with ld.global
+            assert not spec.tensor_maps
+            assert spec.block[0] == 128 * (2 + p["consumers"]) and wgmma.name(p).endswith("_ldg")
+        else:
+            assert [(t.operand, t.box, t.swizzle) for t in spec.tensor_maps] == [
+                ("A", (p["bm"], 64), 128), ("B", (64, 64), 128)]
+            assert spec.block[0] == 128 * (1 + p["consumers"])
         grid, _, smem, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=132))
         assert grid == (132, 1, 1) and smem <= 227 * 1024
         grid, _, _, _ = spec.launch_dims(dict(M=100, N=64, K=8, batch=1, num_sms=132))
@@ -291,6 +383,13 @@ def test_wgmma_spec_and_applicability():
     assert wgmma.applicable(big, Problem(4095, 4096, 4096))          # an odd M is only a ragged edge
     assert not wgmma.applicable(big, Problem(1, 4096, 4096))         # skinny: not this family
     assert not wgmma.applicable(big, Problem(256, 256, 256))         # too few tiles for 128x256
+    ldg = next(p for p in wgmma.variants() if p.get("loader") == "ldg")
+    assert wgmma.applicable(ldg, Problem(4096, 4096, 4095))          # exactly the shapes TMA refuses
+    assert wgmma.applicable(ldg, Problem(4095, 4095, 4095))
+    assert wgmma.applicable(ldg, Problem(4096, 4095, 4096))
+    assert not wgmma.applicable(ldg, Problem(4096, 4096, 4096))      # TMA is legal: its loader is faster
+    assert not wgmma.applicable(ldg, Problem(4096, 4095, 4096, layout="TN"))
+    assert not wgmma.applicable(ldg, Problem(16, 4096, 4095))        # skinny
 
 
 @pytest.mark.slow

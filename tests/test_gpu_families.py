@@ -25,9 +25,12 @@ def sample(n_per_family: int, seed: int = 0) -> list[tuple[str, str]]:
     rng = random.Random(seed)
     for fam in FAMILIES:
         params = fam.variants()
-        # always include split-K variants: their reduction is the easiest part to get wrong
+        # always include split-K variants (their reduction is the easiest part to get wrong) and the
+        # ldg-loader variants (they realign every row in registers)
         split = [p for p in params if p.get("split_k", 1) > 1]
+        ldg = [p for p in params if p.get("loader") == "ldg"]
         chosen = rng.sample(params, min(n_per_family, len(params))) + split[:2]
+        chosen += [p for p in ldg if p not in chosen]
         picked += [(fam.name(p), fam.render(p)) for p in chosen]
     return picked
 

@@ -22,6 +22,13 @@ case (imm-trans-b = 0). NN B is K x N row-major: N-major in shared memory, read 
 and an MN-major descriptor. Both come from the same text (-DHGEMM_LAYOUT_TN picks); the B tensor
 map's box is 64 x 64 in both layouts, so the one spec line serves both.
 
+Loaders: the TMA producer above, or (`loader: ldg`, for shapes whose pitches TMA refuses) two producer
+warpgroups that load every 64-element row segment of a stage with aligned 16-byte `ld.global`s,
+realign it in registers (a row of an odd-K operand starts at any 2-byte boundary), and store it with
+`st.shared` into the same 128B-swizzled layout TMA would have written, zero-filling what lies past
+the matrix; `fence.proxy.async` then hands those generic-proxy writes to wgmma. 2 producers + 2
+consumers of a 128x128 tile = 512 threads at 128 registers each, so no setmaxnreg.
+
 Shapes: TMA needs 16-byte row pitches (K % 8 == 0 for A and TN-B, N % 8 == 0 for NN-B; the harness
 reports other shapes `unsupported`). M is free, and so is N in TN. M, N and K need not be multiples of the tile: TMA zero-fills
 out-of-range rows/columns of a box (so partial K tiles contribute 0), and the epilogue predicates C
@@ -47,6 +54,11 @@ TILES = [
 ]
 STAGES = (3, 4, 5, 6)
 GROUP_M = (8,)
+# The ldg loader only where TMA cannot go; its producers need the registers that a 128x256 tile's
+# consumers would take, so one tile shape: 128x128 with 2 consumer warpgroups (64 accumulators each).
+LDG_TILES = [(128, 128, 2)]
+LDG_STAGES = (4, 6)
+LDG_PRODUCERS = 2
 
 
 def _stage_bytes(p: dict) -> int:
@@ -71,6 +83,10 @@ def _valid(p: dict) -> bool:
 
 def variants() -> list[dict]:
     out = []
+    for (bm, bn, c), st, g in itertools.product(LDG_TILES, LDG_STAGES, GROUP_M):
+        p = dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=g, loader="ldg")
+        if _valid(p):
+            out.append(p)
     for (bm, bn, c), st, g in itertools.product(TILES, STAGES, GROUP_M):
         p = dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=g)
         # Deep rings only where a stage is small; 48 KB stages fit 4 at most.
@@ -83,15 +99,24 @@ def variants() -> list[dict]:
     return out
 
 
+def _ldg(p: dict) -> bool:
+    return p.get("loader", "tma") == "ldg"
+
+
+def _producers(p: dict) -> int:
+    return LDG_PRODUCERS if _ldg(p) else 1
+
+
 def name(p: dict) -> str:
-    return f"wgmma_{p['bm']}x{p['bn']}x{BK}_c{p['consumers']}_s{p['stages']}_g{p['group_m']}"
+    return f"wgmma_{p['bm']}x{p['bn']}x{BK}_c{p['consumers']}_s{p['stages']}_g{p['group_m']}" + ("_ldg" if _ldg(p) else "")
 
 
 def applicable(p: dict, problem) -> bool:
-    """TMA-legal row pitches, and problems big enough for a persistent 1-CTA/SM tensor-core kernel.
-    The pitches: A's rows are K long, B's are N long for NN and K long for TN (C is stored without
-    TMA, so an odd N is fine for TN)."""
-    if problem.K % 8 or (problem.layout == "NN" and problem.N % 8):
+    """TMA-legal row pitches for the TMA loader (the ldg loader: the others), and problems big enough
+    for a persistent 1-CTA/SM tensor-core kernel. The pitches: A's rows are K long, B's are N long for
+    NN and K long for TN (C is stored without TMA, so an odd N is fine for TN)."""
+    tma_legal = not (problem.K % 8 or (problem.layout == "NN" and problem.N % 8))
+    if tma_legal == _ldg(p):  # the ldg loader serves exactly the shapes TMA refuses
         return False
     if min(problem.M, problem.N, problem.K) < 64:
         return False
@@ -101,7 +126,9 @@ def applicable(p: dict, problem) -> bool:
 
 
 def spec_text(p: dict) -> str:
-    nt = 128 * (1 + p["consumers"])
+    nt = 128 * (_producers(p) + p["consumers"])
+    maps = [] if _ldg(p) else [f"tensor_map: A, box=({p['bm']}, {BK}), swizzle=128",
+                               "tensor_map: B, box=(64, 64), swizzle=128"]
     return "\n".join([
         "/*@launch",
         f"entry: {name(p)}",
@@ -110,8 +137,7 @@ def spec_text(p: dict) -> str:
         f"smem: {_smem_bytes(p)}",
         "workspace: 0",
         "layouts: NN, TN",
-        f"tensor_map: A, box=({p['bm']}, {BK}), swizzle=128",
-        "tensor_map: B, box=(64, 64), swizzle=128",
+        *maps,
         "@*/",
     ])
 
@@ -141,14 +167,14 @@ _BODY = r"""
 namespace {
 
 constexpr int BK = 64;                      // 64 fp16 = 128 bytes: exactly one 128B-swizzle row
-constexpr int NUM_THREADS = 128 * (CONSUMERS + 1);
+constexpr int NUM_THREADS = 128 * (CONSUMERS + PRODUCERS);
 constexpr int WM = BM / CONSUMERS;          // rows of the tile owned by one consumer warpgroup
 constexpr int MT = WM / 64;                 // m64 wgmma atoms per consumer warpgroup
 constexpr int A_BYTES = BM * BK * 2;        // A stage: BM rows x 128 bytes (one TMA box)
 constexpr int BOX_BYTES = 64 * 64 * 2;      // B stage: BN / 64 boxes of 64 x 64 fp16
 constexpr int B_BOXES = BN / 64;
 constexpr int STAGE_BYTES = A_BYTES + B_BOXES * BOX_BYTES;
-#if CONSUMERS > 1
+#if CONSUMERS > 1 && PRODUCERS == 1
 // setmaxnreg budget: 128 * 40 + 2 * 128 * 232 = 64512 <= 65536 registers of the SM.
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;
@@ -260,12 +286,109 @@ __device__ __forceinline__ TileCoord tile_coord(int tile, int tiles_m, int tiles
   return {b, tm * BM, tn * BN};
 }
 
+#ifdef LOADER_LDG
+// ---------------------------------------------------------------- ldg loader (rows TMA refuses)
+// A stage is BM + BN row segments of 64 elements (128 bytes): BM rows of A; BN rows of B (TN), or 64
+// k-rows x BN/64 boxes (NN). An 8-lane group loads one segment, lane c its 16-byte chunk c, into the
+// smem row TMA would have filled, at 16-byte slot c ^ ((row address >> 7) & 7) (the 128B swizzle).
+constexpr int SEGMENTS = BM + BN;
+constexpr int LDG_ITERS = SEGMENTS / (4 * PRODUCERS * 4);  // segments per warp / 4 groups per warp
+static_assert(SEGMENTS % (16 * PRODUCERS) == 0, "segments must split evenly over producer warps");
+constexpr int LDG_BATCH = LDG_ITERS >= 4 ? 4 : LDG_ITERS;
+static_assert(LDG_ITERS % LDG_BATCH == 0, "whole batches");
+
+struct Segment {
+  const char* g;   // its first element in global memory (any 2-byte alignment)
+  int valid;       // elements in range (0..64); the rest are stored as zeros and never read
+  uint32_t row;    // its smem row (128 bytes, inside a 1024-aligned tile)
+};
+
+__device__ __forceinline__ Segment segment(int seg, const TileCoord& tc, int k0, const __half* A, const __half* B,
+                                           int M, int N, int K, uint32_t sa, uint32_t sb) {
+  Segment s;
+  if (seg < BM) {                              // A row m, columns k0..k0+63
+    const int m = tc.m0 + seg;
+    s.g = reinterpret_cast<const char*>(A + (static_cast<long long>(tc.b) * M + m) * K + k0);
+    s.valid = m < M ? min(BK, K - k0) : 0;
+    s.row = sa + seg * 128;
+  } else {
+    const int q = seg - BM;
+#ifdef HGEMM_LAYOUT_TN
+    const int n = tc.n0 + q;                   // B row n (N x K), columns k0..k0+63
+    s.g = reinterpret_cast<const char*>(B + (static_cast<long long>(tc.b) * N + n) * K + k0);
+    s.valid = n < N ? min(BK, K - k0) : 0;
+    s.row = sb + q * 128;                      // box q / 64, row q % 64: the same address
+#else
+    const int kr = q % BK, j = q / BK;         // B row k0 + kr (K x N), columns n0 + 64j..+63: box j
+    const int k = k0 + kr, n = tc.n0 + 64 * j;
+    s.g = reinterpret_cast<const char*>(B + (static_cast<long long>(tc.b) * K + k) * N + n);
+    s.valid = (k < K && n < N) ? min(64, N - n) : 0;
+    s.row = sb + j * BOX_BYTES + kr * 128;
+#endif
+  }
+  return s;
+}
+
+// Lane c's aligned 16-byte block of a segment, and (lane 7 only) the block after the segment's last
+// chunk; a block holding no in-range byte is never read (it may lie past the end of the allocation).
+__device__ __forceinline__ void ldg_blocks(const Segment& s, int c, uint4& own, uint4& extra) {
+  const uintptr_t first = reinterpret_cast<uintptr_t>(s.g);
+  const uintptr_t end = first + 2u * static_cast<uint32_t>(s.valid);
+  const uintptr_t blk = (first & ~static_cast<uintptr_t>(15)) + 16u * c;
+  own = make_uint4(0u, 0u, 0u, 0u);
+  extra = own;
+  // valid > 0 first: a row out of range may have no allocation under it at all.
+  if (s.valid > 0 && blk < end) own = __ldg(reinterpret_cast<const uint4*>(blk));
+  if (c == 7 && blk + 16 < end) extra = __ldg(reinterpret_cast<const uint4*>(blk + 16));
+}
+
+// Chunk c of a segment from its two aligned blocks: bytes [off, off + 16) of (own, next), off = the
+// segment's misalignment (even, 0..14), shifted by whole words (select) and a half word (funnel shift);
+// then elements at or past `valid` zeroed. `next` comes from the lane to the right (all lanes call this).
+__device__ __forceinline__ uint4 realign(const Segment& s, int c, const uint4& own, const uint4& extra) {
+  uint4 next;
+  next.x = __shfl_down_sync(0xffffffffu, own.x, 1, 8);
+  next.y = __shfl_down_sync(0xffffffffu, own.y, 1, 8);
+  next.z = __shfl_down_sync(0xffffffffu, own.z, 1, 8);
+  next.w = __shfl_down_sync(0xffffffffu, own.w, 1, 8);
+  if (c == 7) next = extra;
+  const uint32_t off = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(s.g) & 15);
+  const uint32_t v[8] = {own.x, own.y, own.z, own.w, next.x, next.y, next.z, next.w};
+  uint32_t t[6], u[5];
+#pragma unroll
+  for (int j = 0; j < 6; ++j) t[j] = (off & 8) ? v[j + 2] : v[j];
+#pragma unroll
+  for (int j = 0; j < 5; ++j) u[j] = (off & 4) ? t[j + 1] : t[j];
+  const uint32_t sh = (off & 2) ? 16u : 0u;
+  uint32_t w[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) w[j] = __funnelshift_r(u[j], u[j + 1], sh);
+  const int keep = s.valid - 8 * c;            // in-range elements of this chunk
+  if (keep < 8) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t lo = 2 * j < keep ? 0x0000FFFFu : 0u, hi = 2 * j + 1 < keep ? 0xFFFF0000u : 0u;
+      w[j] &= lo | hi;
+    }
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+__device__ __forceinline__ void sts128(uint32_t addr, const uint4& v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+#endif
+
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
-      int M, int N, int K, int batch, void* workspace,
-      const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b) {
+      int M, int N, int K, int batch, void* workspace
+#ifndef LOADER_LDG
+      , const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b
+#endif
+      ) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ __align__(8) uint64_t full_bar[STAGES];    // TMA -> consumers: stage filled
   __shared__ __align__(8) uint64_t empty_bar[STAGES];   // consumers -> producer: stage free
@@ -281,7 +404,11 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
+#ifdef LOADER_LDG
+      mbar_init(smem_u32(&full_bar[s]), 4 * PRODUCERS);      // lane 0 of every producer warp
+#else
       mbar_init(smem_u32(&full_bar[s]), 1);                  // the producer's arrive.expect_tx
+#endif
       mbar_init(smem_u32(&empty_bar[s]), CONSUMERS * 4);     // lane 0 of every consumer warp
     }
     // Make the initialised barriers visible to the async proxy (TMA complete_tx) as well.
@@ -289,11 +416,46 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
   }
   __syncthreads();   // the last CTA-wide barrier: from here the warpgroups run independently
 
-  if (wg == 0) {
-    // ------------------------------------------------------------ producer warpgroup
-#if CONSUMERS > 1
+  if (wg < PRODUCERS) {
+    // ------------------------------------------------------------ producer warpgroup(s)
+#if CONSUMERS > 1 && PRODUCERS == 1
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
 #endif
+#ifdef LOADER_LDG
+    // Each producer warp loads its LDG_ITERS x 4 segments of a stage into registers (all loads in
+    // flight at once), waits for the stage to be free, realigns and stores them, makes the stores
+    // visible to the async proxy (wgmma reads smem through it), and arrives on the stage's `full`.
+    const int pwarp = threadIdx.x / 32, lane = threadIdx.x % 32, c = lane & 7;
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
+      const TileCoord tc = tile_coord(tile, tiles_m, tiles_n);
+      for (int kt = 0; kt < ktiles; ++kt) {
+        const uint32_t sa = ring + stage * STAGE_BYTES, sb = sa + A_BYTES;
+        // LDG_BATCH segments in flight per lane at a time (more spill past the 128-register cap);
+        // segments are recomputed after the loads rather than kept, for the same reason.
+#pragma unroll 1
+        for (int i0 = 0; i0 < LDG_ITERS; i0 += LDG_BATCH) {
+          uint4 own[LDG_BATCH], extra[LDG_BATCH];
+#pragma unroll
+          for (int i = 0; i < LDG_BATCH; ++i)
+            ldg_blocks(segment((pwarp * LDG_ITERS + i0 + i) * 4 + (lane >> 3), tc, kt * BK, A, B, M, N, K, sa, sb),
+                       c, own[i], extra[i]);
+          if (i0 == 0) mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1u);
+#pragma unroll
+          for (int i = 0; i < LDG_BATCH; ++i) {
+            const Segment sg = segment((pwarp * LDG_ITERS + i0 + i) * 4 + (lane >> 3), tc, kt * BK, A, B, M, N, K,
+                                       sa, sb);
+            sts128(sg.row + ((c ^ ((sg.row >> 7) & 7)) << 4), realign(sg, c, own[i], extra[i]));
+          }
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncwarp();
+        if (lane == 0) mbar_arrive(smem_u32(&full_bar[stage]));
+        if (++stage == STAGES) { stage = 0; phase ^= 1u; }
+      }
+    }
+#else
     if (threadIdx.x == 0) {
       asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmap_a)) : "memory");
       asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmap_b)) : "memory");
@@ -331,12 +493,13 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
         if (++stage == STAGES) { stage = 0; phase ^= 1u; }
       }
     }
+#endif
   } else {
     // ------------------------------------------------------------ consumer warpgroups
-#if CONSUMERS > 1
+#if CONSUMERS > 1 && PRODUCERS == 1
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
 #endif
-    const int cw = wg - 1;                       // this consumer's row slab: WM rows at cw * WM
+    const int cw = wg - PRODUCERS;               // this consumer's row slab: WM rows at cw * WM
     const int warp = (threadIdx.x / 32) % 4;     // warp within the warpgroup: rows 16*warp..+15
     const int lane = threadIdx.x % 32;
     const bool lane0 = lane == 0;
@@ -428,14 +591,20 @@ def render(p: dict) -> str:
     consts = "\n".join([
         f"constexpr int BM = {p['bm']}, BN = {p['bn']};",
         f"#define CONSUMERS {p['consumers']}",
+        f"#define PRODUCERS {_producers(p)}",
+        *(["#define LOADER_LDG 1"] if _ldg(p) else []),
         f"constexpr int STAGES = {p['stages']};",
         f"constexpr int GROUP_M = {p['group_m']};",
     ])
+    loads = ("aligned 16-byte ld.global + register realignment (any row pitch)" if _ldg(p)
+             else "TMA loads")
+    needs = ("For row pitches TMA refuses (K % 8, or N % 8 for NN).\n" if _ldg(p)
+             else "Needs 16-byte TMA row pitches (K % 8, and N % 8 for NN).\n")
     header = (
         f"// HGEMM for Hopper (sm_90a): wgmma.mma_async m64n{p['bn']}k16 (fp32 accumulate) from 128B-swizzled smem,\n"
-        f"// {p['bm']}x{p['bn']}x{BK} CTA tile, TMA loads into a {p['stages']}-stage full/empty mbarrier ring,\n"
-        f"// 1 producer warpgroup + {p['consumers']} consumer warpgroup(s), persistent grid with grouped\n"
-        f"// rasterisation (GROUP_M={p['group_m']}). Needs 16-byte TMA row pitches (K % 8, and N % 8 for NN).\n"
+        f"// {p['bm']}x{p['bn']}x{BK} CTA tile, {p['stages']}-stage full/empty mbarrier ring filled by {loads},\n"
+        f"// {_producers(p)} producer warpgroup(s) + {p['consumers']} consumer warpgroup(s), persistent grid with\n"
+        f"// grouped rasterisation (GROUP_M={p['group_m']}). " + needs
     )
     body = _BODY.replace("WGMMA_FN", _wgmma_fn(p["bn"])).replace("ENTRY(", name(p) + "(")
     return (header + "#include <cuda.h>\n#include <cuda_fp16.h>\n#include <stdint.h>\n\n" + spec_text(p) + "\n\n"

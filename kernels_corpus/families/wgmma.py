@@ -390,7 +390,7 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
 #endif
       ) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  __shared__ __align__(8) uint64_t full_bar[STAGES];    // TMA -> consumers: stage filled
+  __shared__ __align__(8) uint64_t full_bar[STAGES];    // producer(s) -> consumers: stage filled
   __shared__ __align__(8) uint64_t empty_bar[STAGES];   // consumers -> producer: stage free
 
   // Round the ring base up to 1024 bytes (the spec asks for 1024 bytes of slack), so every stage,
@@ -422,9 +422,10 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
 #endif
 #ifdef LOADER_LDG
-    // Each producer warp loads its LDG_ITERS x 4 segments of a stage into registers (all loads in
-    // flight at once), waits for the stage to be free, realigns and stores them, makes the stores
-    // visible to the async proxy (wgmma reads smem through it), and arrives on the stage's `full`.
+    // Each producer warp owns LDG_ITERS x 4 segments of a stage. In batches of LDG_BATCH per lane it
+    // loads them into registers (a batch's loads all in flight at once), waits (first batch only) for
+    // the stage to be free, realigns and stores them; then it makes the stores visible to the async
+    // proxy (wgmma reads smem through it) and arrives on the stage's `full` barrier.
     const int pwarp = threadIdx.x / 32, lane = threadIdx.x % 32, c = lane & 7;
     int stage = 0;
     uint32_t phase = 0;

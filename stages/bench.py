@@ -8,8 +8,9 @@ sample stage was asked for (its evaluated.json; kept kernel or not) and any othe
 for. Held-out problems are flagged (`heldout`), and summary.md gives them their own table: best-of-k
 against the strongest baseline and the library, and the share where the model beats the library.
 
-Each shape gets its own two contenders, through hgemm.cli.run_bench's `select`: `model` (stages.sample's best/<key>.cu, when it kept one) and
-`library` (what hgemm.library dispatches the shape to: exact tuned entry, nearest, or fallback).
+Each shape gets its own two contenders, through hgemm.cli.run_bench's `select`: `model`
+(stages.sample's best/<key>.cu, when it kept one) and `library` (what hgemm.library dispatches the
+shape to: exact tuned entry, nearest, or fallback).
 In results.json each problem names them by role, so the summaries compare roles across shapes.
 On a CPU both are compiled, nothing is run, and summary.md and metrics.json say so.
 """

@@ -115,9 +115,9 @@ def best_per_task(db, pairs) -> dict[str, dict]:
 
 def run(config: dict, model_dir: str, work_dir: str, out_dir: str) -> dict:
 
-    from training.grpo import GRPOSettings, JudgeSettings, finish_stage, load_policy, resume_key, train_grpo
+    from training.grpo import GRPOSettings, JudgeSettings, finish_stage, load_policy, resume_key, train_and_save
     from training.kerneldb import KernelDB
-    from training.rewards import KernelReward, RewardSettings
+    from training.rewards import RewardSettings
 
     wall_start = time.perf_counter()
     unknown = sorted(set(config) - {"tasks", "judge", "reward", "grpo"})
@@ -139,16 +139,8 @@ def run(config: dict, model_dir: str, work_dir: str, out_dir: str) -> dict:
     # The DB lives in the work folder while training (it grows across resumes) and is copied out at the end.
     db = KernelDB(Path(work_dir) / "kernels.sqlite")
     judge = judge_cfg.make_judge()
-    reward = KernelReward(judge, db, reward_cfg, STAGE)
-    try:
-        summary = train_grpo(model, tokenizer, reward, dataset, grpo_cfg, work_dir, resumable,
-                             curves_path=out / "curves.json")
-        trainer = summary.pop("trainer")
-        trainer.save_model(str(out))
-        tokenizer.save_pretrained(str(out))
-    finally:
-        reward.close()
-        judge.close()
+    summary = train_and_save(model, tokenizer, dataset, grpo_cfg, judge, db, reward_cfg, STAGE, work_dir,
+                             resumable, out)
 
     return finish_stage(
         STAGE, out, db, judge.gpu, "parse+compile+verify+time (GPU)", reward_cfg, summary, wall_start, config,

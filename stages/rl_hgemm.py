@@ -284,9 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, out_dir: str) -> dict:
 
-    from training.grpo import GRPOSettings, JudgeSettings, finish_stage, load_policy, resume_key, train_grpo
+    from training.grpo import GRPOSettings, JudgeSettings, finish_stage, load_policy, resume_key, train_and_save
     from training.kerneldb import KernelDB
-    from training.rewards import KernelReward, RewardSettings
+    from training.rewards import RewardSettings
 
     wall_start = time.perf_counter()
     sections = {"shapes", "context", "judge", "reward", "grpo"}
@@ -318,16 +318,8 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
     dataset = build_dataset(train, shape_cfg).with_transform(prompts)
 
     judge = judge_cfg.make_judge()
-    reward = KernelReward(judge, db, reward_cfg, STAGE)
-    try:
-        summary = train_grpo(model, tokenizer, reward, dataset, grpo_cfg, work_dir, resumable,
-                             curves_path=out / "curves.json")
-        trainer = summary.pop("trainer")
-        trainer.save_model(str(out))
-        tokenizer.save_pretrained(str(out))
-    finally:
-        reward.close()
-        judge.close()
+    summary = train_and_save(model, tokenizer, dataset, grpo_cfg, judge, db, reward_cfg, STAGE, work_dir,
+                             resumable, out)
 
     trained_on = db.problem_keys(STAGE)
     leaked = sorted(trained_on & heldout_keys)

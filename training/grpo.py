@@ -258,6 +258,26 @@ def compare_phases(curves: list[dict], fraction: float = 0.2) -> dict:
     return out
 
 
+def train_and_save(model, tokenizer, dataset, settings: GRPOSettings, judge, db, reward_cfg, stage: str,
+                   work_dir: str, resumable: bool, out: Path) -> dict:
+    """What both RL stages train with: the kernel reward over `judge` (recording into `db`), GRPO with
+    curves written to out/curves.json, the policy and tokenizer saved to `out`; judge and reward are
+    closed whatever happens. Returns train_grpo's summary without the trainer."""
+    from training.rewards import KernelReward
+
+    reward = KernelReward(judge, db, reward_cfg, stage)
+    try:
+        summary = train_grpo(model, tokenizer, reward, dataset, settings, work_dir, resumable,
+                             curves_path=out / "curves.json")
+        trainer = summary.pop("trainer")
+        trainer.save_model(str(out))
+        tokenizer.save_pretrained(str(out))
+    finally:
+        reward.close()
+        judge.close()
+    return summary
+
+
 def finish_stage(stage: str, out: Path, db, gpu: bool, gpu_scope: str, reward_cfg, summary: dict,
                  wall_start: float, config: dict, **specific) -> dict:
     """What both RL stages end with: the metrics they share around their own (`specific`), a snapshot

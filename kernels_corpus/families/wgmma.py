@@ -59,6 +59,11 @@ GROUP_M = (8,)
 LDG_TILES = [(128, 128, 2)]
 LDG_STAGES = (4, 6)
 LDG_PRODUCERS = 2
+# Row segments each producer lane has in flight at once (of the 8 it loads per stage). 4 keeps the
+# producers under the 128-register cap of a 512-thread CTA; 8 (one round trip per stage) spills for
+# TN. Session 4 measured 2, 4 and 8 (benchmarks/ldg_loader/): time barely moved with the number of
+# round trips, so the loader is bound by its instructions, not by load latency.
+LDG_BATCHES = (4,)
 
 
 def _stage_bytes(p: dict) -> int:
@@ -83,8 +88,8 @@ def _valid(p: dict) -> bool:
 
 def variants() -> list[dict]:
     out = []
-    for (bm, bn, c), st, g in itertools.product(LDG_TILES, LDG_STAGES, GROUP_M):
-        p = dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=g, loader="ldg")
+    for (bm, bn, c), st, g, lb in itertools.product(LDG_TILES, LDG_STAGES, GROUP_M, LDG_BATCHES):
+        p = dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=g, loader="ldg", ldg_batch=lb)
         if _valid(p):
             out.append(p)
     for (bm, bn, c), st, g in itertools.product(TILES, STAGES, GROUP_M):
@@ -108,7 +113,7 @@ def _producers(p: dict) -> int:
 
 
 def name(p: dict) -> str:
-    return f"wgmma_{p['bm']}x{p['bn']}x{BK}_c{p['consumers']}_s{p['stages']}_g{p['group_m']}" + ("_ldg" if _ldg(p) else "")
+    return f"wgmma_{p['bm']}x{p['bn']}x{BK}_c{p['consumers']}_s{p['stages']}_g{p['group_m']}" + (f"_ldgb{p['ldg_batch']}" if _ldg(p) else "")
 
 
 def applicable(p: dict, problem) -> bool:
@@ -294,52 +299,87 @@ __device__ __forceinline__ TileCoord tile_coord(int tile, int tiles_m, int tiles
 constexpr int SEGMENTS = BM + BN;
 constexpr int LDG_ITERS = SEGMENTS / (4 * PRODUCERS * 4);  // segments per warp / 4 groups per warp
 static_assert(SEGMENTS % (16 * PRODUCERS) == 0, "segments must split evenly over producer warps");
-constexpr int LDG_BATCH = LDG_ITERS >= 4 ? 4 : LDG_ITERS;
+constexpr int LDG_BATCH = LDG_ITERS >= LDG_BATCH_MAX ? LDG_BATCH_MAX : LDG_ITERS;
 static_assert(LDG_ITERS % LDG_BATCH == 0, "whole batches");
 
 struct Segment {
   const char* g;   // its first element in global memory (any 2-byte alignment)
   int valid;       // elements in range (0..64); the rest are stored as zeros and never read
-  uint32_t row;    // its smem row (128 bytes, inside a 1024-aligned tile)
+  uint32_t row;    // its smem row (128 bytes), relative to the stage (1024-aligned)
 };
 
-__device__ __forceinline__ Segment segment(int seg, const TileCoord& tc, int k0, const __half* A, const __half* B,
-                                           int M, int N, int K, uint32_t sa, uint32_t sb) {
-  Segment s;
-  if (seg < BM) {                              // A row m, columns k0..k0+63
+// A lane's segments of one tile: segment seg0 + 4i (i < LDG_ITERS) of every k-step. They lie a fixed
+// stride apart in memory (4 rows) and move by a fixed stride per k-step (64 elements; 64 k-rows for
+// NN's B), so one walk per tile replaces a per-chunk segment decode. That decode (64-bit multiplies,
+// a branch per operand) cost ~95 instructions per 16-byte chunk, twice; in session 4 the producer
+// warps were issue-bound at ~2000 instructions per stage (wgmma ldg loader: ~91 TFLOP/s at 4095^3).
+struct SegmentWalk {
+  const char* g0;    // segment i = 0 at k-step 0
+  long long di, dk;  // bytes to segment i + 1, and to the next k-step
+  int idx0, bound;   // the bounded row index of segment 0 (m, n, or k for NN's B) and its bound
+  int kstride;       // how far that index moves per k-step: 0 (A, TN's B) or BK (NN's B: k rows)
+  int elems;         // A, TN's B: K (the valid count shrinks on the last k-step); NN's B: its
+                     // box's columns below N (0..64), the same on every k-row
+  uint32_t row0;     // smem row of segment 0
+  __device__ __forceinline__ Segment at(int i, int kt) const {
+    Segment s;
+    s.g = g0 + i * di + kt * dk;
+    const bool in = idx0 + 4 * i + kstride * kt < bound;
+    s.valid = !in ? 0 : (kstride ? elems : min(BK, elems - kt * BK));
+    s.row = row0 + i * 512;            // 4 rows of 128 bytes
+    return s;
+  }
+};
+// Segments 4i apart stay in one operand and (NN) one 64-row box: each warp's 4 * LDG_ITERS
+// segments are a contiguous, aligned run.
+static_assert(BM % (4 * LDG_ITERS) == 0 && 64 % (4 * LDG_ITERS) == 0, "a warp's segments share an operand and box");
+
+// Segment seg (A rows 0..BM-1, then B: BN rows for TN, or 64 k-rows x BN/64 boxes for NN) of a tile.
+__device__ __forceinline__ SegmentWalk segment_walk(int seg, const TileCoord& tc, const __half* A, const __half* B,
+                                                    int M, int N, int K) {
+  SegmentWalk w;
+  if (seg < BM) {                              // A row m, 64 columns per k-step
     const int m = tc.m0 + seg;
-    s.g = reinterpret_cast<const char*>(A + (static_cast<long long>(tc.b) * M + m) * K + k0);
-    s.valid = m < M ? min(BK, K - k0) : 0;
-    s.row = sa + seg * 128;
+    w.g0 = reinterpret_cast<const char*>(A + (static_cast<long long>(tc.b) * M + m) * K);
+    w.di = 8ll * K;
+    w.dk = 2 * BK;
+    w.idx0 = m; w.bound = M; w.kstride = 0; w.elems = K;
+    w.row0 = seg * 128;
   } else {
     const int q = seg - BM;
 #ifdef HGEMM_LAYOUT_TN
-    const int n = tc.n0 + q;                   // B row n (N x K), columns k0..k0+63
-    s.g = reinterpret_cast<const char*>(B + (static_cast<long long>(tc.b) * N + n) * K + k0);
-    s.valid = n < N ? min(BK, K - k0) : 0;
-    s.row = sb + q * 128;                      // box q / 64, row q % 64: the same address
+    const int n = tc.n0 + q;                   // B row n (N x K), 64 columns per k-step
+    w.g0 = reinterpret_cast<const char*>(B + (static_cast<long long>(tc.b) * N + n) * K);
+    w.di = 8ll * K;
+    w.dk = 2 * BK;
+    w.idx0 = n; w.bound = N; w.kstride = 0; w.elems = K;
+    w.row0 = A_BYTES + q * 128;                // box q / 64, row q % 64: the same address
 #else
-    const int kr = q % BK, j = q / BK;         // B row k0 + kr (K x N), columns n0 + 64j..+63: box j
-    const int k = k0 + kr, n = tc.n0 + 64 * j;
-    s.g = reinterpret_cast<const char*>(B + (static_cast<long long>(tc.b) * K + k) * N + n);
-    s.valid = (k < K && n < N) ? min(64, N - n) : 0;
-    s.row = sb + j * BOX_BYTES + kr * 128;
+    const int kr = q % BK, j = q / BK;         // B row kr (+64 per k-step), columns n0 + 64j..+63: box j
+    const int n = tc.n0 + 64 * j;
+    w.g0 = reinterpret_cast<const char*>(B + (static_cast<long long>(tc.b) * K + kr) * N + n);
+    w.di = 8ll * N;
+    w.dk = 2ll * BK * N;
+    w.idx0 = kr; w.bound = K; w.kstride = BK; w.elems = max(0, min(64, N - n));
+    w.row0 = A_BYTES + j * BOX_BYTES + kr * 128;
 #endif
   }
-  return s;
+  return w;
 }
 
 // Lane c's aligned 16-byte block of a segment, and (lane 7 only) the block after the segment's last
 // chunk; a block holding no in-range byte is never read (it may lie past the end of the allocation).
 __device__ __forceinline__ void ldg_blocks(const Segment& s, int c, uint4& own, uint4& extra) {
   const uintptr_t first = reinterpret_cast<uintptr_t>(s.g);
-  const uintptr_t end = first + 2u * static_cast<uint32_t>(s.valid);
-  const uintptr_t blk = (first & ~static_cast<uintptr_t>(15)) + 16u * c;
+  const char* blk = reinterpret_cast<const char*>(first & ~static_cast<uintptr_t>(15)) + 16 * c;
+  // Block c lies at or past the segment's end iff 16c >= (first & 15) + 2 * valid: 32-bit compares
+  // instead of 64-bit address ones. valid == 0 reads nothing (a row out of range may have no
+  // allocation under it at all).
+  const int span = static_cast<int>(first & 15) + 2 * s.valid;
   own = make_uint4(0u, 0u, 0u, 0u);
   extra = own;
-  // valid > 0 first: a row out of range may have no allocation under it at all.
-  if (s.valid > 0 && blk < end) own = __ldg(reinterpret_cast<const uint4*>(blk));
-  if (c == 7 && blk + 16 < end) extra = __ldg(reinterpret_cast<const uint4*>(blk + 16));
+  if (s.valid > 0 && 16 * c < span) own = __ldg(reinterpret_cast<const uint4*>(blk));
+  if (c == 7 && s.valid > 0 && 16 * 8 < span) extra = __ldg(reinterpret_cast<const uint4*>(blk + 16));
 }
 
 // Chunk c of a segment from its two aligned blocks: bytes [off, off + 16) of (own, next), off = the
@@ -427,27 +467,26 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
     // the stage to be free, realigns and stores them; then it makes the stores visible to the async
     // proxy (wgmma reads smem through it) and arrives on the stage's `full` barrier.
     const int pwarp = threadIdx.x / 32, lane = threadIdx.x % 32, c = lane & 7;
+    const int seg0 = pwarp * LDG_ITERS * 4 + (lane >> 3);   // this lane's segments: seg0 + 4i
     int stage = 0;
     uint32_t phase = 0;
     for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
-      const TileCoord tc = tile_coord(tile, tiles_m, tiles_n);
+      const SegmentWalk walk = segment_walk(seg0, tile_coord(tile, tiles_m, tiles_n), A, B, M, N, K);
       for (int kt = 0; kt < ktiles; ++kt) {
-        const uint32_t sa = ring + stage * STAGE_BYTES, sb = sa + A_BYTES;
+        const uint32_t sa = ring + stage * STAGE_BYTES;
         // LDG_BATCH segments in flight per lane at a time (more spill past the 128-register cap);
         // segments are recomputed after the loads rather than kept, for the same reason.
 #pragma unroll 1
         for (int i0 = 0; i0 < LDG_ITERS; i0 += LDG_BATCH) {
           uint4 own[LDG_BATCH], extra[LDG_BATCH];
 #pragma unroll
-          for (int i = 0; i < LDG_BATCH; ++i)
-            ldg_blocks(segment((pwarp * LDG_ITERS + i0 + i) * 4 + (lane >> 3), tc, kt * BK, A, B, M, N, K, sa, sb),
-                       c, own[i], extra[i]);
+          for (int i = 0; i < LDG_BATCH; ++i) ldg_blocks(walk.at(i0 + i, kt), c, own[i], extra[i]);
           if (i0 == 0) mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1u);
 #pragma unroll
           for (int i = 0; i < LDG_BATCH; ++i) {
-            const Segment sg = segment((pwarp * LDG_ITERS + i0 + i) * 4 + (lane >> 3), tc, kt * BK, A, B, M, N, K,
-                                       sa, sb);
-            sts128(sg.row + ((c ^ ((sg.row >> 7) & 7)) << 4), realign(sg, c, own[i], extra[i]));
+            const Segment sg = walk.at(i0 + i, kt);
+            const uint32_t row = sa + sg.row;
+            sts128(row + ((c ^ ((row >> 7) & 7)) << 4), realign(sg, c, own[i], extra[i]));
           }
         }
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -593,7 +632,7 @@ def render(p: dict) -> str:
         f"constexpr int BM = {p['bm']}, BN = {p['bn']};",
         f"#define CONSUMERS {p['consumers']}",
         f"#define PRODUCERS {_producers(p)}",
-        *(["#define LOADER_LDG 1"] if _ldg(p) else []),
+        *([f"#define LOADER_LDG 1\n#define LDG_BATCH_MAX {p['ldg_batch']}"] if _ldg(p) else []),
         f"constexpr int STAGES = {p['stages']};",
         f"constexpr int GROUP_M = {p['group_m']};",
     ])

@@ -7,7 +7,9 @@ Each prompt is one task at a few of its sizes (task.prompt(sizes), framed like a
 completion is judged on exactly those sizes (hgemm.judge, TaskProblem): compile, verify against the
 float64 reference, time against the torch baseline. The reward is the clipped log of the geometric-
 mean speedup over torch, or a negative reward by failure class (training/rewards.py). On a machine
-without a GPU the reward covers parse and compile only, and metrics.json says so.
+without a GPU the reward covers parse and compile only, and metrics.json says so. Before and after
+training, the same probe.prompts task prompts are sampled probe.k times and judged (training/probe.py):
+metrics.json's `probe` compares the starting model with the trained one on identical prompts.
 
 Writes to --out: the trained model and tokenizer, kernels.sqlite (every evaluated candidate),
 curves.json (per logging step), and metrics.json last (first vs last 20% of steps, best speedup per task).
@@ -117,16 +119,18 @@ def run(config: dict, model_dir: str, work_dir: str, out_dir: str) -> dict:
 
     from training.grpo import GRPOSettings, JudgeSettings, finish_stage, load_policy, resume_key, train_and_save
     from training.kerneldb import KernelDB
+    from training.probe import ProbeSettings, probe_model, probe_summary, spread
     from training.rewards import RewardSettings
 
     wall_start = time.perf_counter()
-    unknown = sorted(set(config) - {"tasks", "judge", "reward", "grpo"})
+    unknown = sorted(set(config) - {"tasks", "judge", "reward", "grpo", "probe"})
     if unknown:
-        raise ValueError(f"rl_general config: unknown section(s) {unknown}; known: tasks, judge, reward, grpo")
+        raise ValueError(f"rl_general config: unknown section(s) {unknown}; known: tasks, judge, reward, grpo, probe")
     tasks_cfg = build_dataclass(TaskSettings, config.get("tasks") or {}, "rl_general.tasks")
     judge_cfg = build_dataclass(JudgeSettings, config.get("judge") or {}, "rl_general.judge")
     reward_cfg = build_dataclass(RewardSettings, config.get("reward") or {}, "rl_general.reward")
     grpo_cfg = build_dataclass(GRPOSettings, config.get("grpo") or {}, "rl_general.grpo")
+    probe_cfg = build_dataclass(ProbeSettings, config.get("probe") or {}, "rl_general.probe")
     pairs = task_problems(tasks_cfg)
 
     out = Path(out_dir)
@@ -138,13 +142,23 @@ def run(config: dict, model_dir: str, work_dir: str, out_dir: str) -> dict:
 
     # The DB lives in the work folder while training (it grows across resumes) and is copied out at the end.
     db = KernelDB(Path(work_dir) / "kernels.sqlite")
+    # The same task prompts before and after training: one dataset row per task (rows repeat after that).
+    probe_rows = spread(dataset.select(range(len(pairs) - len(skipped))).to_list(), probe_cfg.prompts)
+
+    def probe(model_path: str) -> dict | None:
+        return probe_model(model_path, probe_rows, judge_cfg.make_judge, probe_cfg,
+                           grpo_cfg.max_completion_length) if probe_rows else None
+
+    before = probe(model_dir)
     judge = judge_cfg.make_judge()
     summary = train_and_save(model, tokenizer, dataset, grpo_cfg, judge, db, reward_cfg, STAGE, work_dir,
                              resumable, out)
+    after = probe(str(out))
 
     return finish_stage(
         STAGE, out, db, judge.gpu, "parse+compile+verify+time (GPU)", reward_cfg, summary, wall_start, config,
         best_per_task=best_per_task(db, pairs),
+        probe=probe_summary(before, after),
         tasks={"trained": [t.name for t, _ in pairs if t.name not in skipped], "skipped_too_long": skipped,
                "excluded": tasks_cfg.exclude, "prompts": len(dataset)},
     )

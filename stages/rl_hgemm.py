@@ -19,6 +19,11 @@ the clipped log of the geometric-mean speedup over the strongest baseline; failu
 class; a speedup above reward.recheck_above is re-judged on fresh inputs and the lower kept
 (training/rewards.py).
 
+Probe. Before and after training, probe.k completions for each of probe.prompts fixed training
+shapes (bare prompts, so the text is the same both times) are sampled and judged: metrics.json's
+`probe` compares the two problem by problem (training/probe.py), where the curves' first and last
+steps saw different, randomly drawn prompts.
+
 Writes to --out: model + tokenizer, kernels.sqlite, best_kernels/ (best verified kernel per training
 shape, <problem_key>.cu, and index.json), curves.json, heldout.json, metrics.json (last).
 """
@@ -284,12 +289,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, out_dir: str) -> dict:
 
-    from training.grpo import GRPOSettings, JudgeSettings, finish_stage, load_policy, resume_key, train_and_save
+    from training.grpo import (GRPOSettings, JudgeSettings, finish_stage, load_policy, prompt_prefix, resume_key,
+                               train_and_save)
     from training.kerneldb import KernelDB
-    from training.rewards import RewardSettings
+    from training.probe import ProbeSettings, probe_model, probe_summary, spread
+    from training.prompts import format_problem_prompt
+    from training.rewards import RewardSettings, problems_to_json
 
     wall_start = time.perf_counter()
-    sections = {"shapes", "context", "judge", "reward", "grpo"}
+    sections = {"shapes", "context", "judge", "reward", "grpo", "probe"}
     unknown = sorted(set(config) - sections)
     if unknown:
         raise ValueError(f"rl_hgemm config: unknown section(s) {unknown}; known: {sorted(sections)}")
@@ -298,6 +306,7 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
     judge_cfg = build_dataclass(JudgeSettings, config.get("judge") or {}, "rl_hgemm.judge")
     reward_cfg = build_dataclass(RewardSettings, config.get("reward") or {}, "rl_hgemm.reward")
     grpo_cfg = build_dataclass(GRPOSettings, config.get("grpo") or {}, "rl_hgemm.grpo")
+    probe_cfg = build_dataclass(ProbeSettings, config.get("probe") or {}, "rl_hgemm.probe")
 
     train, heldout = split_grid(shape_cfg)
     heldout_keys = {p.key for p in heldout}
@@ -317,9 +326,21 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
     prompts = ContrastivePrompts(db, library, heldout_keys, context_cfg, tokenizer, grpo_cfg.max_prompt_length)
     dataset = build_dataset(train, shape_cfg).with_transform(prompts)
 
+    # The probe's prompts carry no context: the context grows with the database, and before and after
+    # must see the same text. Each probe problem is judged on its own shape.
+    probe_rows = [{"prompt": prompt_prefix(tokenizer) + format_problem_prompt(p, arch=context_cfg.prompt_arch),
+                   "problems": problems_to_json([p]), "problem_key": p.key}
+                  for p in spread(sorted(train, key=lambda p: (bucket_of(p), p.key)), probe_cfg.prompts)]
+
+    def probe(model_path: str) -> dict | None:
+        return probe_model(model_path, probe_rows, judge_cfg.make_judge, probe_cfg,
+                           grpo_cfg.max_completion_length) if probe_rows else None
+
+    before = probe(model_dir)
     judge = judge_cfg.make_judge()
     summary = train_and_save(model, tokenizer, dataset, grpo_cfg, judge, db, reward_cfg, STAGE, work_dir,
                              resumable, out)
+    after = probe(str(out))
 
     trained_on = db.problem_keys(STAGE)
     leaked = sorted(trained_on & heldout_keys)
@@ -331,6 +352,7 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
         STAGE, out, db, judge.gpu, "parse+compile+verify+time vs the strongest baseline (GPU)", reward_cfg, summary,
         wall_start, config,
         best_kernels=best,
+        probe=probe_summary(before, after),
         shapes={"train": len(train), "heldout": len(heldout), "buckets": len(buckets(train)),
                 "shapes_judged": len(trained_on)},
         context={"library_entries": len(library), "library_dir": library_dir, "example_prompt_context_kept": kept,

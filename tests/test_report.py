@@ -150,6 +150,28 @@ def test_curves_without_a_verified_completion_are_flagged(tmp_path):
     assert "No rl_hgemm completion passed verification in any step" in md
 
 
+def test_rl_probe_is_reported_before_and_after(tmp_path):
+    from training.probe import probe_summary, status_rates
+
+    def probe(per, model):
+        return {"model": model, "k": 2, "timed": True, "per_problem": per, **status_rates(per)}
+
+    before = probe({"a": {"statuses": {"ok": 1, "parse_error": 1}, "best_speedup": 0.1},
+                    "b": {"statuses": {"wrong": 2}, "best_speedup": None}}, "start")
+    after = probe({"a": {"statuses": {"ok": 2}, "best_speedup": 0.3},
+                   "b": {"statuses": {"ok": 1, "wrong": 1}, "best_speedup": 0.2}}, "trained")
+    folder = tmp_path / "rl_hgemm"
+    folder.mkdir()
+    (folder / "curves.json").write_text(json.dumps([{"step": 1, "reward": -1.0, "correct_rate": 0.5}]))
+    (folder / "metrics.json").write_text(json.dumps({"probe": probe_summary(before, after)}))
+    out = tmp_path / "report"
+    assert report_stage.main(["--config", _config(tmp_path), "--rl-hgemm", str(folder), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "before and after training. Problems with a verified kernel both times: 1; only after: 1; only" in md
+    assert "| correct rate | 0.250 | 0.750 |" in md
+    assert "(rose on 1) | 0.100 | 0.300 |" in md
+
+
 def test_curve_groups_and_first_last():
     curves = [{"step": i, "reward": float(i), "compile_rate": 0.5, "kl": 0.1} for i in range(10)]
     groups = curve_keys(curves)

@@ -4,6 +4,7 @@ on CPU (a tiny Llama and tokenizer made here, two GRPO steps each, compile-only 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from pathlib import Path
 
@@ -199,6 +200,13 @@ def test_rl_general_end_to_end_and_resume(tmp_path, tiny_model_dir):
     assert metrics["timed"] is False and "parse+compile only" in metrics["reward_scope"]
     assert metrics["evaluations"] == 2 * 8 and set(metrics["best_per_task"]) == {"vector_add_f32", "relu_f32"}
     assert metrics["phases"]["reward"]["first"] is not None
+    # the probe: the same 2 task prompts, 2 completions each, from the start model and the trained one
+    probe = metrics["probe"]
+    assert probe["prompts"] == 2 and probe["before"]["completions"] == probe["after"]["completions"] == 4
+    assert set(probe["before"]["per_problem"]) == set(probe["after"]["per_problem"])
+    assert probe["before"]["model"] == tiny_model_dir and probe["after"]["model"] == str(out)
+    assert probe["change"]["problems"] == 2 and "parse_rate" in probe["change"]
+    assert metrics["phases_by_problem"]["steps_per_phase"] == 1
     conn = sqlite3.connect(out / "kernels.sqlite")
     assert conn.execute("SELECT COUNT(*) FROM evaluations WHERE stage = 'rl_general'").fetchone()[0] == 16
     # a rerun with the same config resumes from the finished checkpoint instead of training again
@@ -221,6 +229,8 @@ def test_rl_hgemm_end_to_end(tmp_path, tiny_model_dir):
     assert judged and not judged & held
     assert len(json.loads((out / "curves.json").read_text())) == 2
     assert metrics["shapes"]["heldout"] == len(held) and metrics["context"]["library_entries"] == 1
+    probed = set(metrics["probe"]["before"]["per_problem"])
+    assert len(probed) == 2 and not probed & held and metrics["probe"]["after"]["completions"] == 4
 
 
 def test_dataset_rows_hold_only_training_shapes_and_best_kernels_are_written(tmp_path):
@@ -245,3 +255,46 @@ def test_dataset_rows_hold_only_training_shapes_and_best_kernels_are_written(tmp
     assert set(index) == {a.key, b.key} and index[a.key]["library_speedup_vs_best"] == 1.2
     assert summary["shapes_with_verified_kernel"] == 2 and summary["share_beating_library"] == 0.5
     db.close()
+
+
+# ---- the before/after probe and the paired phase view ----------------------------------------------
+
+def test_probe_spread_rates_and_comparison():
+    from training.probe import compare_probes, spread, status_rates
+
+    assert spread(list(range(10)), 3) == [0, 4, 9] and spread([1, 2], 5) == [1, 2] and spread([1], 0) == []
+
+    def probe(per):
+        return {"per_problem": per, **status_rates(per)}
+
+    before = probe({"a": {"statuses": {"ok": 1, "parse_error": 3}, "best_speedup": 0.5},
+                    "b": {"statuses": {"compile_error": 4}, "best_speedup": None},
+                    "c": {"statuses": {"ok": 2, "wrong": 2}, "best_speedup": 0.2}})
+    after = probe({"a": {"statuses": {"ok": 3, "parse_error": 1}, "best_speedup": 0.4},
+                   "b": {"statuses": {"ok": 1, "compile_error": 3}, "best_speedup": 0.1},
+                   "c": {"statuses": {"ok": 4}, "best_speedup": 0.8}})
+    assert [before[k] for k in ("parse_rate", "compile_rate", "correct_rate")] == pytest.approx([9 / 12, 5 / 12, 3 / 12])
+    change = compare_probes(before, after)
+    assert change["correct_rate"] == pytest.approx({"before": 0.25, "after": 8 / 12})
+    # a and c are verified both times: 0.5 -> 0.4 and 0.2 -> 0.8; b only after
+    assert change["verified_both"] == 2 and change["verified_after_only"] == 1 and change["verified_before_only"] == 0
+    assert change["best_speedup_rose"] == 1
+    assert change["best_speedup_geomean"]["before"] == pytest.approx((0.5 * 0.2) ** 0.5)
+    assert change["best_speedup_geomean"]["after"] == pytest.approx((0.4 * 0.8) ** 0.5)
+    assert change["log_change_mean"] == pytest.approx((math.log(0.8) + math.log(4.0)) / 2)
+
+
+def test_compare_phases_by_problem_pairs_problems_across_phases():
+    from training.grpo import compare_phases_by_problem
+
+    def row(step, key, status, speedup=None):
+        return {"step": step, "problem_key": key, "status": status, "speedup_vs_best": speedup}
+
+    rows = [row(0, "a", "ok", 0.1), row(0, "a", "parse_error"), row(0, "b", "ok", 0.5),
+            *[row(s, f"x{s}", "wrong") for s in range(1, 9)],
+            row(9, "a", "ok", 0.4), row(9, "a", "ok", 0.2), row(9, "c", "ok", 2.0)]
+    out = compare_phases_by_problem(rows)  # 10 steps: the first and last 2
+    assert out["steps_per_phase"] == 2 and out["problems_paired"] == 1  # only a is in both phases
+    assert out["correct_rate"] == {"first": 0.5, "last": 1.0} and out["parse_rate"] == {"first": 0.5, "last": 1.0}
+    assert out["best_speedup_geomean"] == pytest.approx({"first": 0.1, "last": 0.4})
+    assert compare_phases_by_problem([]) == {"problems_paired": 0}

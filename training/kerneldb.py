@@ -150,6 +150,11 @@ class KernelDB:
                 out.append(row | {"distance": d})
         return out
 
+    def evaluations(self, stage: str | None = None) -> list[dict]:
+        """Every evaluation (of this stage) in order: step, problem_key, status, speedup_vs_best."""
+        where, args = ("WHERE stage = ?", (stage,)) if stage else ("", ())
+        return self._query(f"SELECT step, problem_key, status, speedup_vs_best FROM evaluations {where} ORDER BY id", args)
+
     def status_counts(self, stage: str | None = None) -> dict[str, int]:
         where, args = ("WHERE stage = ?", (stage,)) if stage else ("", ())
         rows = self._query(f"SELECT status, COUNT(*) AS n FROM evaluations {where} GROUP BY status", args)

@@ -121,6 +121,12 @@ def curve_sections(doc: list, inputs: ReportInputs) -> None:
         if keys:
             headers, cells = tables.first_last_table(curves, keys)
             doc.append(("table", headers, cells))
+        probe = (inputs.metrics(stage) or {}).get("probe") or {}
+        if probe.get("change"):
+            # the first and last steps drew different prompts; the probe compares like with like
+            sentence, headers, cells = tables.probe_table(probe)
+            doc.append(("p", sentence))
+            doc.append(("table", headers, cells))
 
 
 def kernel_db_section(doc: list, inputs: ReportInputs) -> None:

@@ -134,3 +134,20 @@ def first_last_table(curves: list[dict], keys: list[str]) -> tuple[list[str], li
 
     cells = [[k, fmt(mean(curves[:span], k), 3), fmt(mean(curves[-span:], k), 3)] for k in keys]
     return ["metric", f"first 20% ({span} steps)", f"last 20% ({span} steps)"], cells
+
+
+def probe_table(probe: dict) -> tuple[str, list[str], list[list[str]]]:
+    """The RL stage's before/after probe (training/probe.py): a sentence and a table of the rates and
+    the best speedup, the starting model against the trained one on the same prompts."""
+    change = probe["change"]
+    sentence = (f"The same {probe['prompts']} prompts, {probe['k']} completions each, before and after training"
+                + ("" if probe.get("timed") else " (no GPU: parse and compile only, nothing verified or timed)")
+                + f". Problems with a verified kernel both times: {change['verified_both']}; only after: "
+                f"{change['verified_after_only']}; only before: {change['verified_before_only']}.")
+    rows = [[name.replace("_", " "), fmt(change[name]["before"], 3), fmt(change[name]["after"], 3)]
+            for name in ("parse_rate", "compile_rate", "correct_rate")]
+    if "best_speedup_geomean" in change:
+        g = change["best_speedup_geomean"]
+        rows.append([f"best speedup vs the strongest baseline, geomean over the {change['verified_both']} verified "
+                     f"both times (rose on {change['best_speedup_rose']})", fmt(g["before"], 3), fmt(g["after"], 3)])
+    return sentence, ["metric", "before RL", "after RL"], rows

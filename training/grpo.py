@@ -263,7 +263,7 @@ def compare_phases_by_problem(evaluations: list[dict], fraction: float = 0.2) ->
 
     A step's prompts are drawn at random, so in a short run the phase means of the curves mostly
     measure which problems were drawn: in session 4's rl_hgemm, batched-small went from 0 of 8
-    evaluations correct at one step to 24 of 29 at another while the policy barely moved (KL 0.0004).
+    evaluations correct at one step to 24 of 29 at another while the policy barely moved (KL < 0.0005).
     Here each rate is the mean over the problems evaluated in both phases, each weighted equally,
     and the speedup is the geometric mean over problems verified in both (of each phase's best)."""
     steps = sorted({r["step"] for r in evaluations})

@@ -3,7 +3,7 @@
 Why: the curves' first and last 20% of steps see different prompts, drawn at random. In a run of
 ten-odd steps, the phase means mostly measure which problems were drawn. In session 4's rl_hgemm,
 batched-small went from 0 of 8 evaluations correct at one step to 24 of 29 at another, while the
-policy hardly moved (KL 0.0004). The probe samples k completions for each of the same prompts from
+policy hardly moved (KL < 0.0005). The probe samples k completions for each of the same prompts from
 the starting model and from the trained one, judges both with the stage's judge, and compares them
 problem by problem. Probe completions are not rewarded, trained on or recorded in the kernel
 database.

@@ -3,9 +3,10 @@
     python -m stages.rl_general --config configs/sections/rl_general.yaml --model results/pretrain \
         --work work/rl_general --out results/rl_general
 
-Each prompt is one task at a few of its sizes (task.prompt(sizes), framed like an HGEMM prompt); a
-completion is judged on exactly those sizes (hgemm.judge, TaskProblem): compile, verify against the
-float64 reference, time against the torch baseline. The reward is the clipped log of the geometric-
+Each prompt is one task at a few of its sizes (task.prompt(sizes), framed like an HGEMM prompt), with
+the task's seed solution shown as a correct kernel to improve on (tasks.show_reference). A completion
+is judged on exactly those sizes (hgemm.judge, TaskProblem): compile, verify against the float64
+reference, time against the torch baseline. The reward is the clipped log of the geometric-
 mean speedup over torch, or a negative reward by failure class (training/rewards.py). On a machine
 without a GPU the reward covers parse and compile only, and metrics.json says so. Before and after
 training, the same probe.prompts task prompts are sampled probe.k times and judged (training/probe.py):
@@ -37,6 +38,10 @@ class TaskSettings:
     exclude: list[str] = field(default_factory=list)  # never trained on
     size_indices: list[int] = field(default_factory=lambda: [1, 2])  # into task.sizes; judged on all of them
     repeats: int = 4  # each task appears this many times per pass over the dataset
+    # Show the task's seed solution (kernels_corpus/tasks/solutions) in the prompt, as CUDA-L1 shows its
+    # reference code: session 4's model, prompted without it, wrote HGEMM launch specs for row tasks
+    # and got 0 of 386 completions correct, so GRPO had no speed to rank.
+    show_reference: bool = True
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,31 +78,46 @@ def task_problems(settings: TaskSettings):
     return out
 
 
-def task_prompt(task, problems, prefix: str) -> str:
+REFERENCE_INTRO = "A correct kernel for this task (its speed is not given): write a faster one."
+
+
+def task_prompt(task, problems, prefix: str, reference: str | None = None) -> str:
     from training.prompts import CANDIDATE_TOKEN, PROBLEM_TOKEN
 
     # The HGEMM framing, so the completion convention (candidate, then <|end|>) carries over.
-    return f"{prefix}{PROBLEM_TOKEN}\n{task.prompt([p.variables() for p in problems])}\n{CANDIDATE_TOKEN}\n"
+    body = task.prompt([p.variables() for p in problems])
+    if reference:
+        body += f"\n{REFERENCE_INTRO}\n```cuda\n{reference.strip()}\n```"
+    return f"{prefix}{PROBLEM_TOKEN}\n{body}\n{CANDIDATE_TOKEN}\n"
 
 
-def build_dataset(pairs, tokenizer, max_prompt_length: int, repeats: int):
+def build_dataset(pairs, tokenizer, max_prompt_length: int, repeats: int, show_reference: bool = False):
+    """One row per task (then repeated): its prompt, with its seed solution where asked for and where it
+    fits max_prompt_length (else without). Returns (dataset, tasks skipped as too long even bare,
+    tasks whose reference did not fit)."""
     from datasets import Dataset
 
     from training.grpo import prompt_prefix, prompt_tokens
     from training.rewards import problems_to_json
 
     prefix = prompt_prefix(tokenizer)
-    rows, skipped = [], []
+    rows, skipped, no_reference = [], [], []
     for task, problems in pairs:
         prompt = task_prompt(task, problems, prefix)
         if prompt_tokens(tokenizer, prompt) > max_prompt_length:
             skipped.append(task.name)
             continue
+        if show_reference and task.solution:
+            with_ref = task_prompt(task, problems, prefix, task.solution)
+            if prompt_tokens(tokenizer, with_ref) <= max_prompt_length:
+                prompt = with_ref
+            else:
+                no_reference.append(task.name)
         rows.append({"prompt": prompt, "problems": problems_to_json(problems), "problem_key": problems[0].key,
                      "shape_class": "task", "task": task.name})
     if not rows:
         raise ValueError(f"every task prompt is longer than grpo.max_prompt_length={max_prompt_length}")
-    return Dataset.from_list(rows * max(1, repeats)), skipped
+    return Dataset.from_list(rows * max(1, repeats)), skipped, no_reference
 
 
 def best_per_task(db, pairs) -> dict[str, dict]:
@@ -138,7 +158,8 @@ def run(config: dict, model_dir: str, work_dir: str, out_dir: str) -> dict:
     resumable = guard_resume(work_dir, resume_key(grpo_cfg, model=str(Path(model_dir).resolve()),
                                                   tasks=asdict(tasks_cfg), reward=asdict(reward_cfg)))
     model, tokenizer = load_policy(model_dir)
-    dataset, skipped = build_dataset(pairs, tokenizer, grpo_cfg.max_prompt_length, tasks_cfg.repeats)
+    dataset, skipped, no_reference = build_dataset(pairs, tokenizer, grpo_cfg.max_prompt_length, tasks_cfg.repeats,
+                                                   tasks_cfg.show_reference)
 
     # The DB lives in the work folder while training (it grows across resumes) and is copied out at the end.
     db = KernelDB(Path(work_dir) / "kernels.sqlite")
@@ -160,7 +181,8 @@ def run(config: dict, model_dir: str, work_dir: str, out_dir: str) -> dict:
         best_per_task=best_per_task(db, pairs),
         probe=probe_summary(before, after),
         tasks={"trained": [t.name for t, _ in pairs if t.name not in skipped], "skipped_too_long": skipped,
-               "excluded": tasks_cfg.exclude, "prompts": len(dataset)},
+               "excluded": tasks_cfg.exclude, "prompts": len(dataset),
+               "reference_shown": tasks_cfg.show_reference, "reference_too_long": no_reference},
     )
 
 

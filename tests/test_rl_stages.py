@@ -187,6 +187,28 @@ def _two_steps(name: str, stage: str) -> dict:
     return cfg
 
 
+def test_task_prompts_show_the_seed_solution_where_it_fits(tiny_model_dir):
+    from kernels_corpus.tasks import load_tasks
+    from stages.rl_general import REFERENCE_INTRO, TaskSettings, build_dataset, task_problems
+
+    tok = load_tokenizer(tiny_model_dir)
+    pairs = task_problems(TaskSettings(names=["vector_add_f32", "gemm_f16"], size_indices=[0]))
+    solutions = {t.name: t.solution.strip() for t in load_tasks()}
+    bare, _, _ = build_dataset(pairs, tok, 4096, 1, show_reference=False)
+    shown, skipped, too_long = build_dataset(pairs, tok, 4096, 1, show_reference=True)
+    assert not skipped and not too_long
+    for row_bare, row in zip(bare, shown):
+        assert REFERENCE_INTRO not in row_bare["prompt"] and solutions[row["task"]] not in row_bare["prompt"]
+        assert REFERENCE_INTRO in row["prompt"] and solutions[row["task"]] in row["prompt"]
+        assert row["prompt"].endswith("<|candidate|>\n")
+    # a budget that fits the bare prompts but not the longer reference (gemm_f16's): that one goes bare
+    lengths = {r["task"]: len(tok(r["prompt"])["input_ids"]) for r in shown}
+    budget = max(len(tok(r["prompt"])["input_ids"]) for r in bare) + 1
+    assert lengths["gemm_f16"] > budget
+    tight, _, too_long = build_dataset(pairs, tok, budget, 1, show_reference=True)
+    assert "gemm_f16" in too_long and REFERENCE_INTRO not in tight[1]["prompt"]
+
+
 def test_rl_general_end_to_end_and_resume(tmp_path, tiny_model_dir):
     cfg = _two_steps("rl_general-smoke", "rl_general")
     cfg["tasks"]["names"] = ["vector_add_f32", "relu_f32"]
@@ -227,7 +249,8 @@ def test_rl_hgemm_end_to_end(tmp_path, tiny_model_dir):
     conn = sqlite3.connect(out / "kernels.sqlite")
     judged = {r[0] for r in conn.execute("SELECT DISTINCT problem_key FROM evaluations")}
     assert judged and not judged & held
-    assert len(json.loads((out / "curves.json").read_text())) == 2
+    curves = json.loads((out / "curves.json").read_text())
+    assert len(curves) == 2 and all("context_examples" in row for row in curves)  # contrastive context logged
     assert metrics["shapes"]["heldout"] == len(held) and metrics["context"]["library_entries"] == 1
     probed = set(metrics["probe"]["before"]["per_problem"])
     assert len(probed) == 2 and not probed & held and metrics["probe"]["after"]["completions"] == 4

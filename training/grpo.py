@@ -227,6 +227,7 @@ CURVE_KEYS = {
     "learning_rate": "learning_rate",
     "completions/mean_length": "completion_length",
     "completions/clipped_ratio": "clipped_ratio",
+    "prompt/context_examples": "context_examples",
 }
 
 

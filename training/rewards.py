@@ -158,6 +158,7 @@ class KernelReward:
         problems      problems_to_json(...) of the problems the candidate is judged on
         problem_key   the prompt's problem (the DB row of a parse/compile failure goes here)
         shape_class   for the DB
+        context_examples  (rl_hgemm only) kernels each prompt's context kept, logged as a curve
     """
 
     def __init__(self, judge, db: KernelDB, settings: RewardSettings, stage: str, source: str = "policy"):
@@ -172,11 +173,13 @@ class KernelReward:
         self.last_metrics: dict[str, float] = {}
 
     async def __call__(self, prompts, completions, problems, problem_key, shape_class, trainer_state=None,
-                       log_metric=None, **_):
+                       log_metric=None, context_examples=None, **_):
         step = int(getattr(trainer_state, "global_step", 0) or 0)
         loop = asyncio.get_running_loop()
         rewards, metrics = await loop.run_in_executor(
             self._executor, self.score, completions, problems, problem_key, shape_class, step)
+        if context_examples:  # rl_hgemm's contrastive prompts: how many kernels the prompts could show
+            metrics["prompt/context_examples"] = sum(context_examples) / len(context_examples)
         if log_metric is not None:
             for name, value in metrics.items():
                 log_metric(name, value)

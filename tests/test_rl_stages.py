@@ -307,6 +307,17 @@ def test_probe_spread_rates_and_comparison():
     assert change["log_change_mean"] == pytest.approx((math.log(0.8) + math.log(4.0)) / 2)
 
 
+def test_probe_generates_from_the_token_ids_grpo_sees(tiny_model_dir):
+    from training.grpo import prompt_prefix
+    from training.model import encode_prompt
+    from training.probe import generation_prompt
+
+    tok = load_tokenizer(tiny_model_dir)
+    rl_prompt = prompt_prefix(tok) + "<|problem|>\nshape: M=64 N=64 K=64 batch=1\n<|candidate|>\n"
+    assert encode_prompt(tok, generation_prompt(tok, rl_prompt)) == tok(rl_prompt)["input_ids"]
+    assert encode_prompt(tok, rl_prompt) != tok(rl_prompt)["input_ids"]  # unstripped: a second bos
+
+
 def test_compare_phases_by_problem_pairs_problems_across_phases():
     from training.grpo import compare_phases_by_problem
 

@@ -39,6 +39,16 @@ def spread(items: list, n: int) -> list:
     return [items[round(i * (len(items) - 1) / (n - 1))] for i in range(n)] if n > 1 else [items[0]]
 
 
+def generation_prompt(tokenizer, rl_prompt: str) -> str:
+    """An RL dataset prompt as generate_completions takes it. RL prompts start with prompt_prefix, since
+    TRL tokenizes them plainly; generate_completions adds bos itself, so the prefix comes off here
+    rather than becoming a second bos. Either way the model sees the same token ids."""
+    from training.grpo import prompt_prefix
+
+    prefix = prompt_prefix(tokenizer)
+    return rl_prompt[len(prefix):] if prefix and rl_prompt.startswith(prefix) else rl_prompt
+
+
 def probe_model(model_dir: str, rows: list[dict], make_judge, settings: ProbeSettings, max_new_tokens: int) -> dict:
     """Sample settings.k completions for each row's prompt from the model saved in model_dir and judge
     them on the row's problems. Rows are RL dataset rows: prompt, problems (JSON), problem_key.
@@ -50,11 +60,11 @@ def probe_model(model_dir: str, rows: list[dict], make_judge, settings: ProbeSet
     from training.rewards import problems_from_json
     from training.sampling import generate_completions
 
-    prompts = [r["prompt"] for r in rows]
-    problem_lists = [problems_from_json(r["problems"]) for r in rows]
-    keys = [r["problem_key"] for r in rows]
     torch.manual_seed(settings.seed)
     tokenizer = load_tokenizer(model_dir)
+    prompts = [generation_prompt(tokenizer, r["prompt"]) for r in rows]
+    problem_lists = [problems_from_json(r["problems"]) for r in rows]
+    keys = [r["problem_key"] for r in rows]
     on_gpu = torch.cuda.is_available()
     model = load_causal_lm(model_dir, tokenizer, SAMPLING_ATTENTION, dtype=torch.bfloat16 if on_gpu else torch.float32)
     model.to("cuda" if on_gpu else "cpu")

@@ -260,25 +260,31 @@ def test_wgmma_smem_descriptor_model(layout, tile):
     np.testing.assert_array_equal(C, A @ B)
 
 
-def _ldg_segment_chunks(mem: np.ndarray, first: int, valid: int, reads: list) -> list[np.ndarray]:
+def _ldg_segment_chunks(mem: np.ndarray, first: int, valid: int, reads: list, pair: bool = False) -> list[np.ndarray]:
     """The ldg loader on one 64-element segment, mirrored from wgmma.py (ldg_blocks + realign): `mem`
     is global memory as bytes, `first` the segment's byte address; each 16-byte block read is appended
-    to `reads`. Returns the 8 chunks (8 fp16 each) the 8 lanes of the group store."""
-    end = first + 2 * valid
+    to `reads`. pair: every lane loads the block after its own (LDG_PAIR) instead of taking it from
+    lane c + 1 by shuffle. Returns the 8 chunks (8 fp16 each) the 8 lanes of the group store."""
+    off = first & 15
+    span = off + 2 * valid
     zero = np.zeros(4, "<u4")
-    own, extra = [], zero
+    own, loaded_next = [], []
     for c in range(8):                                 # ldg_blocks
         blk = (first & ~15) + 16 * c
-        own.append(mem[blk:blk + 16].view("<u4") if valid > 0 and blk < end else zero)
-        if valid > 0 and blk < end:
+        if valid > 0 and 16 * c < span:
+            own.append(mem[blk:blk + 16].view("<u4"))
             reads.append(blk)
-        if c == 7 and blk + 16 < end:
-            extra = mem[blk + 16:blk + 32].view("<u4")
+        else:
+            own.append(zero)
+        if (pair or c == 7) and off and 16 * (c + 1) < span:
+            loaded_next.append(mem[blk + 16:blk + 32].view("<u4"))
             reads.append(blk + 16)
-    off = first & 15
+        else:
+            loaded_next.append(zero)
     chunks = []
     for c in range(8):                                 # realign
-        nxt = own[c + 1] if c < 7 else extra           # __shfl_down_sync(…, 1, 8); lane 7 takes its extra block
+        # LDG_PAIR: the lane's own second load; else __shfl_down_sync(…, 1, 8), lane 7 its loaded block
+        nxt = loaded_next[c] if pair or c == 7 else own[c + 1]
         v = [int(x) for x in own[c]] + [int(x) for x in nxt]
         t = [v[j + 2] if off & 8 else v[j] for j in range(6)]
         u = [t[j + 1] if off & 4 else t[j] for j in range(5)]
@@ -290,9 +296,10 @@ def _ldg_segment_chunks(mem: np.ndarray, first: int, valid: int, reads: list) ->
     return chunks
 
 
+@pytest.mark.parametrize("pair", [False, True], ids=["shfl", "pair"])
 @pytest.mark.parametrize("layout", ["NN", "TN"])
 @pytest.mark.parametrize("shape", [(131, 129, 127), (130, 67, 129), (64, 64, 70)])
-def test_wgmma_ldg_loader_writes_what_tma_would(layout, shape):
+def test_wgmma_ldg_loader_writes_what_tma_would(layout, shape, pair):
     """The ldg loader's segments, loads, realignment, zero fill and swizzled stores (mirrored from
     kernels_corpus/families/wgmma.py) fill every stage of shapes with odd K or N exactly as TMA boxes
     over zero-padded operands would, from operands at a 2-byte (not 16-byte) aligned address, and
@@ -339,7 +346,7 @@ def test_wgmma_ldg_loader_writes_what_tma_would(layout, shape):
                         k, n = k0 + kr, n0 + 64 * j
                         mem, reads, row = mem_b, reads_b, bm * 128 + j * 8192 + kr * 128
                         first, valid = base + 2 * (k * N + n), (min(64, N - n) if k < K and n < N else 0)
-                    for c, chunk in enumerate(_ldg_segment_chunks(mem, first, valid, reads)):
+                    for c, chunk in enumerate(_ldg_segment_chunks(mem, first, valid, reads, pair)):
                         slot = row + ((c ^ ((row >> 7) & 7)) << 4)
                         got[slot // 2:slot // 2 + 8] = chunk
                 np.testing.assert_array_equal(got, want)

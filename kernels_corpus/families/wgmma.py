@@ -64,6 +64,9 @@ LDG_PRODUCERS = 2
 # TN. Session 4 measured 2, 4 and 8 (benchmarks/ldg_loader/): time barely moved with the number of
 # round trips, so the loader is bound by its instructions, not by load latency.
 LDG_BATCHES = (4,)
+# How a lane gets the block after its own: "shfl" from lane c + 1 (4 shuffles; lane 7 loads it), or
+# "pair", every lane loads it (a second LDG, mostly an L1 hit). To be measured against each other.
+LDG_REALIGNS = ("shfl",)
 
 
 def _stage_bytes(p: dict) -> int:
@@ -88,8 +91,8 @@ def _valid(p: dict) -> bool:
 
 def variants() -> list[dict]:
     out = []
-    for (bm, bn, c), st, g, lb in itertools.product(LDG_TILES, LDG_STAGES, GROUP_M, LDG_BATCHES):
-        p = dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=g, loader="ldg", ldg_batch=lb)
+    for (bm, bn, c), st, g, lb, ra in itertools.product(LDG_TILES, LDG_STAGES, GROUP_M, LDG_BATCHES, LDG_REALIGNS):
+        p = dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=g, loader="ldg", ldg_batch=lb, realign=ra)
         if _valid(p):
             out.append(p)
     for (bm, bn, c), st, g in itertools.product(TILES, STAGES, GROUP_M):
@@ -113,7 +116,10 @@ def _producers(p: dict) -> int:
 
 
 def name(p: dict) -> str:
-    return f"wgmma_{p['bm']}x{p['bn']}x{BK}_c{p['consumers']}_s{p['stages']}_g{p['group_m']}" + (f"_ldgb{p['ldg_batch']}" if _ldg(p) else "")
+    base = f"wgmma_{p['bm']}x{p['bn']}x{BK}_c{p['consumers']}_s{p['stages']}_g{p['group_m']}"
+    if not _ldg(p):
+        return base
+    return base + f"_ldgb{p['ldg_batch']}" + ("_pair" if p.get("realign") == "pair" else "")
 
 
 def applicable(p: dict, problem) -> bool:
@@ -369,29 +375,40 @@ __device__ __forceinline__ SegmentWalk segment_walk(int seg, const TileCoord& tc
 
 // Lane c's aligned 16-byte block of a segment, and (lane 7 only) the block after the segment's last
 // chunk; a block holding no in-range byte is never read (it may lie past the end of the allocation).
-__device__ __forceinline__ void ldg_blocks(const Segment& s, int c, uint4& own, uint4& extra) {
+__device__ __forceinline__ void ldg_blocks(const Segment& s, int c, uint4& own, uint4& next) {
   const uintptr_t first = reinterpret_cast<uintptr_t>(s.g);
   const char* blk = reinterpret_cast<const char*>(first & ~static_cast<uintptr_t>(15)) + 16 * c;
   // Block c lies at or past the segment's end iff 16c >= (first & 15) + 2 * valid: 32-bit compares
   // instead of 64-bit address ones. valid == 0 reads nothing (a row out of range may have no
-  // allocation under it at all).
-  const int span = static_cast<int>(first & 15) + 2 * s.valid;
+  // allocation under it at all). An aligned segment (first & 15 == 0) never uses the next block.
+  const int off = static_cast<int>(first & 15), span = off + 2 * s.valid;
   own = make_uint4(0u, 0u, 0u, 0u);
-  extra = own;
+  next = own;
   if (s.valid > 0 && 16 * c < span) own = __ldg(reinterpret_cast<const uint4*>(blk));
-  if (c == 7 && s.valid > 0 && 16 * 8 < span) extra = __ldg(reinterpret_cast<const uint4*>(blk + 16));
+#ifdef LDG_PAIR
+  // every lane loads the block after its own as well (an L1 hit when lane c + 1 loaded it): no shuffles
+  if (off && 16 * (c + 1) < span) next = __ldg(reinterpret_cast<const uint4*>(blk + 16));
+#else
+  // lane 7 only: the block after the segment's last chunk; the others take theirs from lane c + 1
+  if (c == 7 && off && 16 * 8 < span) next = __ldg(reinterpret_cast<const uint4*>(blk + 16));
+#endif
 }
 
 // Chunk c of a segment from its two aligned blocks: bytes [off, off + 16) of (own, next), off = the
 // segment's misalignment (even, 0..14), shifted by whole words (select) and a half word (funnel shift);
-// then elements at or past `valid` zeroed. `next` comes from the lane to the right (all lanes call this).
-__device__ __forceinline__ uint4 realign(const Segment& s, int c, const uint4& own, const uint4& extra) {
+// then elements at or past `valid` zeroed. Without LDG_PAIR, `next` comes from the lane to the right
+// (all lanes call this), except lane 7's, which ldg_blocks loaded.
+__device__ __forceinline__ uint4 realign(const Segment& s, int c, const uint4& own, const uint4& loaded_next) {
+#ifdef LDG_PAIR
+  const uint4 next = loaded_next;
+#else
   uint4 next;
   next.x = __shfl_down_sync(0xffffffffu, own.x, 1, 8);
   next.y = __shfl_down_sync(0xffffffffu, own.y, 1, 8);
   next.z = __shfl_down_sync(0xffffffffu, own.z, 1, 8);
   next.w = __shfl_down_sync(0xffffffffu, own.w, 1, 8);
-  if (c == 7) next = extra;
+  if (c == 7) next = loaded_next;
+#endif
   const uint32_t off = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(s.g) & 15);
   const uint32_t v[8] = {own.x, own.y, own.z, own.w, next.x, next.y, next.z, next.w};
   uint32_t t[6], u[5];
@@ -478,15 +495,15 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
         // segments are recomputed after the loads rather than kept, for the same reason.
 #pragma unroll 1
         for (int i0 = 0; i0 < LDG_ITERS; i0 += LDG_BATCH) {
-          uint4 own[LDG_BATCH], extra[LDG_BATCH];
+          uint4 own[LDG_BATCH], next[LDG_BATCH];
 #pragma unroll
-          for (int i = 0; i < LDG_BATCH; ++i) ldg_blocks(walk.at(i0 + i, kt), c, own[i], extra[i]);
+          for (int i = 0; i < LDG_BATCH; ++i) ldg_blocks(walk.at(i0 + i, kt), c, own[i], next[i]);
           if (i0 == 0) mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1u);
 #pragma unroll
           for (int i = 0; i < LDG_BATCH; ++i) {
             const Segment sg = walk.at(i0 + i, kt);
             const uint32_t row = sa + sg.row;
-            sts128(row + ((c ^ ((row >> 7) & 7)) << 4), realign(sg, c, own[i], extra[i]));
+            sts128(row + ((c ^ ((row >> 7) & 7)) << 4), realign(sg, c, own[i], next[i]));
           }
         }
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -633,6 +650,7 @@ def render(p: dict) -> str:
         f"#define CONSUMERS {p['consumers']}",
         f"#define PRODUCERS {_producers(p)}",
         *([f"#define LOADER_LDG 1\n#define LDG_BATCH_MAX {p['ldg_batch']}"] if _ldg(p) else []),
+        *(["#define LDG_PAIR 1"] if _ldg(p) and p.get("realign") == "pair" else []),
         f"constexpr int STAGES = {p['stages']};",
         f"constexpr int GROUP_M = {p['group_m']};",
     ])

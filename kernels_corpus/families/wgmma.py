@@ -317,8 +317,8 @@ struct Segment {
 // A lane's segments of one tile: segment seg0 + 4i (i < LDG_ITERS) of every k-step. They lie a fixed
 // stride apart in memory (4 rows) and move by a fixed stride per k-step (64 elements; 64 k-rows for
 // NN's B), so one walk per tile replaces a per-chunk segment decode. That decode (64-bit multiplies,
-// a branch per operand) cost ~95 instructions per 16-byte chunk, twice; in session 4 the producer
-// warps were issue-bound at ~2000 instructions per stage (wgmma ldg loader: ~91 TFLOP/s at 4095^3).
+// a branch per operand, twice per 16-byte chunk) left the producer warps issue-bound in session 4:
+// 582 static SASS instructions in the stage loop, ~91 TFLOP/s at 4095^3 (benchmarks/ldg_loader/).
 struct SegmentWalk {
   const char* g0;    // segment i = 0 at k-step 0
   long long di, dk;  // bytes to segment i + 1, and to the next k-step
@@ -373,8 +373,9 @@ __device__ __forceinline__ SegmentWalk segment_walk(int seg, const TileCoord& tc
   return w;
 }
 
-// Lane c's aligned 16-byte block of a segment, and (lane 7 only) the block after the segment's last
-// chunk; a block holding no in-range byte is never read (it may lie past the end of the allocation).
+// Lane c's aligned 16-byte block of a segment, and the block after it where the lane must load that
+// itself (LDG_PAIR: every lane; else lane 7 only, the block after the segment's last chunk). A block
+// holding no in-range byte is never read (it may lie past the end of the allocation).
 __device__ __forceinline__ void ldg_blocks(const Segment& s, int c, uint4& own, uint4& next) {
   const uintptr_t first = reinterpret_cast<uintptr_t>(s.g);
   const char* blk = reinterpret_cast<const char*>(first & ~static_cast<uintptr_t>(15)) + 16 * c;

@@ -354,6 +354,47 @@ def test_wgmma_ldg_loader_writes_what_tma_would(layout, shape, pair):
         assert reads and all(blk < base + x.nbytes and blk + 16 > base for blk in reads)
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+def test_mma_sync_pair_loads_realign_like_element_loads(tmp_path):
+    """The mma.sync family's pair loads for misaligned rows (misaligned_loads: pair): the kernel's own
+    realign16 and pair_blocks, compiled by nvcc for the host, give for every even offset and every
+    in-range count exactly the 8 elements the element loads would (out-of-range ones zero), and read
+    a block only when it holds an in-range byte."""
+    p = dict(bm=64, bn=128, bk=32, warps_m=2, warps_n=2, min_blocks=2, stages=3, split_k=1, group_m=8,
+             misaligned_loads="pair")
+    src = mma_sync.render(p)
+    helper = src[src.index("// Host-callable so tests can run it. (begin realign16)"):src.index("// (end realign16)")]
+    prog = tmp_path / "realign.cu"
+    prog.write_text("\n".join([
+        "#include <cstdio>\n#include <cstdint>\n#include <cuda_runtime.h>",
+        helper,
+        r"""int main() {
+  uint32_t w[8];
+  for (int i = 0; i < 8; ++i) w[i] = 0x9E3779B9u * (i + 1) ^ 0x85EBCA6Bu;   // distinct 16-bit halves
+  const uint4 lo = make_uint4(w[0], w[1], w[2], w[3]), hi = make_uint4(w[4], w[5], w[6], w[7]);
+  for (uint32_t off = 0; off < 16; off += 2)
+    for (int keep = -1; keep <= 8; ++keep) {   // the fetch passes min(8, clim - gc), or 0
+      const uint4 r = realign16(lo, hi, off, keep);
+      printf("%u %d %d %u %u %u %u\n", off, keep, pair_blocks(off, keep), r.x, r.y, r.z, r.w);
+    }
+  return 0;
+}""",
+    ]))
+    exe = tmp_path / "realign"
+    subprocess.run([NVCC, "-std=c++17", "-o", str(exe), str(prog)], check=True, capture_output=True, timeout=300)
+    rows = [list(map(int, line.split())) for line in
+            subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=60).stdout.split("\n") if line]
+    words = np.array([(0x9E3779B9 * (i + 1) ^ 0x85EBCA6B) & 0xFFFFFFFF for i in range(8)], "<u4")
+    elems = words.view(np.uint16)                       # the 16 fp16 slots of the two blocks
+    assert len(rows) == 8 * 10
+    for off, keep, nblk, *got in rows:
+        want = elems[off // 2:off // 2 + 8].copy()      # what 8 element loads from the chunk start read
+        want[max(0, keep):] = 0
+        assert np.array(got, "<u4").view(np.uint16).tolist() == want.tolist(), (off, keep)
+        in_range = [e for e in range(off // 2, off // 2 + max(0, keep))]  # slots holding in-range elements
+        assert nblk == len({e // 8 for e in in_range}), (off, keep)     # exactly the blocks they lie in
+
+
 def _segment_reference(layout, seg, b, m0, n0, k0, M, N, K):
     """(byte offset into the operand, valid elements, stage-relative smem row) of one ldg-loader
     segment, decoded the way test_wgmma_ldg_loader_writes_what_tma_would checks it."""

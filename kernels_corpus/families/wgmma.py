@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import itertools
 
+from .realign import REALIGN16
+
 SMEM_LIMIT = 227 * 1024
 BK = 64                     # one 128-byte swizzle row of fp16: the K extent of a stage
 BOX_BYTES = 64 * 64 * 2     # one 64 x 64 fp16 TMA box
@@ -395,10 +397,9 @@ __device__ __forceinline__ void ldg_blocks(const Segment& s, int c, uint4& own, 
 #endif
 }
 
-// Chunk c of a segment from its two aligned blocks: bytes [off, off + 16) of (own, next), off = the
-// segment's misalignment (even, 0..14), shifted by whole words (select) and a half word (funnel shift);
-// then elements at or past `valid` zeroed. Without LDG_PAIR, `next` comes from the lane to the right
-// (all lanes call this), except lane 7's, which ldg_blocks loaded.
+REALIGN16
+// Chunk c of a segment from its two aligned blocks (own, next), by realign16. Without LDG_PAIR, `next`
+// comes from the lane to the right (all lanes call this), except lane 7's, which ldg_blocks loaded.
 __device__ __forceinline__ uint4 realign(const Segment& s, int c, const uint4& own, const uint4& loaded_next) {
 #ifdef LDG_PAIR
   const uint4 next = loaded_next;
@@ -410,26 +411,7 @@ __device__ __forceinline__ uint4 realign(const Segment& s, int c, const uint4& o
   next.w = __shfl_down_sync(0xffffffffu, own.w, 1, 8);
   if (c == 7) next = loaded_next;
 #endif
-  const uint32_t off = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(s.g) & 15);
-  const uint32_t v[8] = {own.x, own.y, own.z, own.w, next.x, next.y, next.z, next.w};
-  uint32_t t[6], u[5];
-#pragma unroll
-  for (int j = 0; j < 6; ++j) t[j] = (off & 8) ? v[j + 2] : v[j];
-#pragma unroll
-  for (int j = 0; j < 5; ++j) u[j] = (off & 4) ? t[j + 1] : t[j];
-  const uint32_t sh = (off & 2) ? 16u : 0u;
-  uint32_t w[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) w[j] = __funnelshift_r(u[j], u[j + 1], sh);
-  const int keep = s.valid - 8 * c;            // in-range elements of this chunk
-  if (keep < 8) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint32_t lo = 2 * j < keep ? 0x0000FFFFu : 0u, hi = 2 * j + 1 < keep ? 0xFFFF0000u : 0u;
-      w[j] &= lo | hi;
-    }
-  }
-  return make_uint4(w[0], w[1], w[2], w[3]);
+  return realign16(own, next, static_cast<uint32_t>(reinterpret_cast<uintptr_t>(s.g) & 15), s.valid - 8 * c);
 }
 
 __device__ __forceinline__ void sts128(uint32_t addr, const uint4& v) {
@@ -665,6 +647,7 @@ def render(p: dict) -> str:
         f"// {_producers(p)} producer warpgroup(s) + {p['consumers']} consumer warpgroup(s), persistent grid with\n"
         f"// grouped rasterisation (GROUP_M={p['group_m']}). " + needs
     )
-    body = _BODY.replace("WGMMA_FN", _wgmma_fn(p["bn"])).replace("ENTRY(", name(p) + "(")
+    body = (_BODY.replace("WGMMA_FN", _wgmma_fn(p["bn"])).replace("REALIGN16", REALIGN16)
+            .replace("ENTRY(", name(p) + "("))
     return (header + "#include <cuda.h>\n#include <cuda_fp16.h>\n#include <stdint.h>\n\n" + spec_text(p) + "\n\n"
             + consts + "\n" + body)

@@ -87,7 +87,8 @@ def _valid(p: dict) -> bool:
 def variants() -> list[dict]:
     out = []
     for (bm, bn, bk, wm, wn, mb), st, sk, g in itertools.product(TILES, STAGES, SPLIT_K, GROUP_M):
-        p = dict(bm=bm, bn=bn, bk=bk, warps_m=wm, warps_n=wn, min_blocks=mb, stages=st, split_k=sk, group_m=g)
+        p = dict(bm=bm, bn=bn, bk=bk, warps_m=wm, warps_n=wn, min_blocks=mb, stages=st, split_k=sk, group_m=g,
+                 misaligned_loads="pair")
         # Split-K pays off only when the tile grid is small, i.e. for the smaller tiles.
         if sk > 1 and bm * bn > 128 * 128:
             continue
@@ -105,7 +106,9 @@ def name(p: dict) -> str:
 
 def _pair_loads(p: dict) -> bool:
     # misaligned rows: 2 aligned 16-byte loads + realignment per chunk ("pair"), or 8 element loads
-    # (the default until measured against each other: benchmarks/ldg_loader/)
+    # ("elem"). Session 5 timed both on the 11 misaligned default-grid shapes (benchmarks/ldg_loader/
+    # session5/): pair was faster in geomean for each of the 4 tilings tried (1.09-1.33x), so variants()
+    # uses it; aligned rows take the cp.async path either way.
     return p.get("misaligned_loads", "elem") == "pair"
 
 

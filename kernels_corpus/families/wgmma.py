@@ -59,16 +59,19 @@ GROUP_M = (8,)
 # The ldg loader only where TMA cannot go; its producers need the registers that a 128x256 tile's
 # consumers would take, so one tile shape: 128x128 with 2 consumer warpgroups (64 accumulators each).
 LDG_TILES = [(128, 128, 2)]
-LDG_STAGES = (4, 6)
+# Session 5 (benchmarks/ldg_loader/session5/): 6 stages with pair gave the same time as 4 (990 vs 999 us
+# at 4095^3), so 4.
+LDG_STAGES = (4,)
 LDG_PRODUCERS = 2
-# Row segments each producer lane has in flight at once (of the 8 it loads per stage). 4 keeps the
-# producers under the 128-register cap of a 512-thread CTA; 8 (one round trip per stage) spills for
-# TN. Session 4 measured 2, 4 and 8 (benchmarks/ldg_loader/): time barely moved with the number of
-# round trips, so the loader is bound by its instructions, not by load latency.
-LDG_BATCHES = (4,)
+# Row segments each producer lane has in flight at once (of the 8 it loads per stage). Session 4 measured
+# 2, 4 and 8 with the first loader (benchmarks/ldg_loader/): time barely moved with the number of round
+# trips, so that loader was bound by its instructions. With the leaner walk and pair realignment,
+# session 5 measured 8 at 1.33x 4 (4095^3: 754 against 1000 us; 126-128 registers, no spills).
+LDG_BATCHES = (8,)
 # How a lane gets the block after its own: "shfl" from lane c + 1 (4 shuffles; lane 7 loads it), or
-# "pair", every lane loads it (a second LDG, mostly an L1 hit). To be measured against each other.
-LDG_REALIGNS = ("shfl",)
+# "pair", every lane loads it (a second LDG, mostly an L1 hit). Session 5, b4 at 4095^3: pair 1000 us,
+# shfl 1110 (and the first per-chunk-decode loader 1484).
+LDG_REALIGNS = ("pair",)
 
 
 def _stage_bytes(p: dict) -> int:

@@ -47,6 +47,10 @@ class CorpusConfig:
     max_docs_per_package: int | None = None  # seeded subsample after filtering (smoke configs)
     reference_globs: list = _default(["kernels_corpus/reference/*.cu"])
     reference_framings: int = 24  # each reference kernel also framed as the answer to this many grid problems
+    # Framings whose prompts hold kernels, as the RL prompts do: each reference kernel this many more times
+    # with one or two reference kernels shown (rl_hgemm's contrastive context), and each task solution
+    # once more with itself shown (rl_general's tasks.show_reference). 0: none.
+    context_framings: int = 8
     family_variants: int = 200
     include_tasks: bool = True
     frame_examples: bool = True  # seed variants and task solutions as prompt -> candidate -> <|end|>
@@ -62,7 +66,7 @@ class CorpusConfig:
     dedup_threshold: float = 0.85
     dedup_num_perm: int = 128
     dedup_shingle_tokens: int = 5
-    near_dup_exempt_sources: list = _default(["family_variant", "reference"])
+    near_dup_exempt_sources: list = _default(["family_variant", "reference", "task"])
     heldout_globs: list = _default(["kernels_corpus/heldout/*.cu"])
     decontam_ngram: int = 13
     decontam_threshold: float = 0.5
@@ -72,10 +76,11 @@ class CorpusConfig:
 
 def collect(cfg: CorpusConfig, skips: Counter, missing: list[str]):
     """Every raw document, project sources first so that they win exact/near-duplicate ties."""
-    yield from harvest.harvest_reference(cfg.reference_globs, skips,
-                                         cfg.reference_framings if cfg.frame_examples else 0, cfg.seed)
+    framed = cfg.frame_examples
+    yield from harvest.harvest_reference(cfg.reference_globs, skips, cfg.reference_framings if framed else 0,
+                                         cfg.seed, cfg.context_framings if framed else 0)
     if cfg.include_tasks:
-        yield from harvest.harvest_tasks(missing, cfg.frame_examples)
+        yield from harvest.harvest_tasks(missing, framed, with_reference=framed and cfg.context_framings > 0)
     yield from harvest.harvest_family_variants(cfg.family_variants, cfg.seed, missing, cfg.frame_examples)
     yield from harvest.harvest_packages(cfg, skips, missing)
 

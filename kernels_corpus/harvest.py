@@ -192,8 +192,11 @@ def _lazy(module: str, attribute: str, missing: list[str]):
     return None
 
 
-def harvest_reference(patterns: list[str], skips: Counter, framings: int = 0, seed: int = 0) -> Iterator[Document]:
-    """The reference kernels as they are, plus each framed as the answer to `framings` grid problems.
+def harvest_reference(patterns: list[str], skips: Counter, framings: int = 0, seed: int = 0,
+                      context_framings: int = 0) -> Iterator[Document]:
+    """The reference kernels as they are, plus each framed as the answer to `framings` grid problems,
+    and to `context_framings` more whose prompts show one or two reference kernels (rl_hgemm's
+    contrastive prompts, speeds not measured).
 
     The references are the shortest complete candidates the project has (~1k tokens, against ~4k for a
     tuned family variant), so they are what a small model can learn to write whole within its context."""
@@ -201,20 +204,30 @@ def harvest_reference(patterns: list[str], skips: Counter, framings: int = 0, se
 
     version = project_version()
     files = sorted({f for p in patterns for f in glob.glob(resolve_project_path(p))})
+    texts = {}
     for f in files:
         text = read_text_file(Path(f), skips)
-        if text is None:
-            continue
-        rel = project_relative(f)
+        if text is not None:
+            texts[project_relative(f)] = text
+    for rel, text in texts.items():
         yield Document(text, "reference", PROJECT_PACKAGE, version, rel, PROJECT_LICENCE)
-        if framings <= 0:
+        if framings <= 0 and context_framings <= 0:
             continue
         from training.prompts import format_training_example
 
+        rng = random.Random(f"{seed}:{rel}")
         problems = _framing_problems(text)
-        for problem in random.Random(f"{seed}:{rel}").sample(problems, min(framings, len(problems))):
+        for problem in rng.sample(problems, min(framings, len(problems))):
             yield Document(format_training_example(problem, text), "reference", PROJECT_PACKAGE, version,
                            f"{rel}#{problem.key}", PROJECT_LICENCE)
+        for i in range(context_framings):
+            # The answer may be one of the kernels shown: in RL the policy's best kernel is often what
+            # it writes again, and copying a shown kernel is a correct start.
+            shown = rng.sample(sorted(texts), min(rng.choice((1, 2)), len(texts)))
+            problem = rng.choice(problems)
+            yield Document(format_training_example(problem, text, context=[(texts[r], None) for r in shown]),
+                           "reference", PROJECT_PACKAGE, version, f"{rel}#context{i}:{problem.key}",
+                           PROJECT_LICENCE)
 
 
 # Seed kernels are framed the way the model is prompted (training.prompts): a problem, then the
@@ -254,10 +267,15 @@ def frame_family_variant(name: str, text: str, rng) -> str:
     return format_training_example(rng.choice(preferred or problems), text)
 
 
-def frame_task_solution(task) -> str:
-    from training.prompts import CANDIDATE_TOKEN, END_TOKEN, PROBLEM_TOKEN
+def frame_task_solution(task, show_reference: bool = False) -> str:
+    """The task's solution as the answer to its prompt; show_reference: with the solution also shown in
+    the prompt, as rl_general's prompts show it (tasks.show_reference)."""
+    from training.prompts import CANDIDATE_TOKEN, END_TOKEN, PROBLEM_TOKEN, reference_block
 
-    return f"{PROBLEM_TOKEN}\n{task.prompt(list(task.sizes[:2]))}\n{CANDIDATE_TOKEN}\n{task.solution.strip()}\n{END_TOKEN}"
+    body = task.prompt(list(task.sizes[:2]))
+    if show_reference:
+        body += "\n" + reference_block(task.solution)
+    return f"{PROBLEM_TOKEN}\n{body}\n{CANDIDATE_TOKEN}\n{task.solution.strip()}\n{END_TOKEN}"
 
 
 def harvest_family_variants(n: int, seed: int, missing: list[str], framed: bool = True) -> Iterator[Document]:
@@ -276,15 +294,21 @@ def harvest_family_variants(n: int, seed: int, missing: list[str], framed: bool 
         yield Document(text, "family_variant", PROJECT_PACKAGE, version, f"families/{name}", PROJECT_LICENCE)
 
 
-def harvest_tasks(missing: list[str], framed: bool = True) -> Iterator[Document]:
+def harvest_tasks(missing: list[str], framed: bool = True, with_reference: bool = False) -> Iterator[Document]:
+    """Each task's solution, framed as the answer to its prompt (and, with_reference, once more with the
+    solution shown in the prompt)."""
     load_tasks = _lazy("kernels_corpus.tasks", "load_tasks", missing)
     if load_tasks is None:
         return
     version = project_version()
     for task in sorted(load_tasks(), key=lambda t: t.name):
-        if task.solution:
-            text = frame_task_solution(task) if framed else task.solution
-            yield Document(text, "task", PROJECT_PACKAGE, version, f"tasks/{task.name}", PROJECT_LICENCE)
+        if not task.solution:
+            continue
+        text = frame_task_solution(task) if framed else task.solution
+        yield Document(text, "task", PROJECT_PACKAGE, version, f"tasks/{task.name}", PROJECT_LICENCE)
+        if framed and with_reference:
+            yield Document(frame_task_solution(task, show_reference=True), "task", PROJECT_PACKAGE, version,
+                           f"tasks/{task.name}#reference", PROJECT_LICENCE)
 
 
 def project_relative(path: str) -> str:

@@ -78,16 +78,13 @@ def task_problems(settings: TaskSettings):
     return out
 
 
-REFERENCE_INTRO = "A correct kernel for this task (its speed is not given): write a faster one."
-
-
 def task_prompt(task, problems, prefix: str, reference: str | None = None) -> str:
-    from training.prompts import CANDIDATE_TOKEN, PROBLEM_TOKEN
+    from training.prompts import CANDIDATE_TOKEN, PROBLEM_TOKEN, reference_block
 
     # The HGEMM framing, so the completion convention (candidate, then <|end|>) carries over.
     body = task.prompt([p.variables() for p in problems])
     if reference:
-        body += f"\n{REFERENCE_INTRO}\n```cuda\n{reference.strip()}\n```"
+        body += "\n" + reference_block(reference)
     return f"{prefix}{PROBLEM_TOKEN}\n{body}\n{CANDIDATE_TOKEN}\n"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 from collections import Counter
@@ -215,3 +216,56 @@ def test_reference_kernels_are_framed_for_several_problems():
     assert len({d.path for d in framed}) == 15  # distinct problems, recorded in the path
     again = list(harvest.harvest_reference(["kernels_corpus/reference/*.cu"], Counter(), framings=5, seed=3))
     assert [d.path for d in again] == [d.path for d in docs]  # deterministic for a seed
+
+
+def test_reference_kernels_are_framed_with_kernels_in_the_prompt():
+    """RL prompts show kernels (rl_hgemm's context); pretraining must too, in the same words."""
+    from collections import Counter
+
+    from hgemm.candidate import parse_candidate
+    from training.prompts import CANDIDATE_TOKEN, completion_to_candidate
+
+    files = sorted(glob.glob(harvest.resolve_project_path("kernels_corpus/reference/*.cu")))
+    texts = [Path(f).read_text() for f in files]
+    docs = list(harvest.harvest_reference(["kernels_corpus/reference/*.cu"], Counter(), framings=0, seed=3,
+                                          context_framings=4))
+    framed = [d for d in docs if "#context" in d.path]
+    assert len(docs) == 3 + 12 and len(framed) == 12
+    for d in framed:
+        prompt, answer = d.text.split(CANDIDATE_TOKEN, 1)
+        shown = prompt.count("speed not measured:")
+        assert shown in (1, 2) and prompt.count("```cuda") == shown
+        assert sum(t.strip() in prompt for t in texts) == shown  # whole reference kernels, none cut
+        own = texts[[harvest.project_relative(f) for f in files].index(d.path.split("#")[0])]
+        assert parse_candidate(completion_to_candidate(answer)).source.strip() in own
+    assert len({d.text for d in framed}) > 6  # the shown kernels and problems vary
+
+
+def test_task_solutions_are_also_framed_with_the_solution_shown():
+    from training.prompts import CANDIDATE_TOKEN, reference_block
+
+    docs = list(harvest.harvest_tasks([], framed=True, with_reference=True))
+    plain = {d.path: d for d in docs if not d.path.endswith("#reference")}
+    shown = [d for d in docs if d.path.endswith("#reference")]
+    assert shown and len(shown) == len(plain)
+    for d in shown:
+        bare = plain[d.path.removesuffix("#reference")]
+        bare_prompt, answer = bare.text.split(CANDIDATE_TOKEN, 1)
+        prompt, same_answer = d.text.split(CANDIDATE_TOKEN, 1)
+        assert answer == same_answer
+        solution = answer.strip().removesuffix("<|end|>").strip()
+        assert prompt == bare_prompt.rstrip("\n") + "\n" + reference_block(solution) + "\n"
+    assert not any(d.path.endswith("#reference") for d in harvest.harvest_tasks([], framed=True))
+
+
+def test_default_dedup_keeps_both_framings_of_a_task():
+    """A task framed with its solution shown is a near-duplicate of its plain framing by design."""
+    from kernels_corpus.build import CorpusConfig
+    from kernels_corpus.dedup import DedupSettings, deduplicate
+
+    docs = list(harvest.harvest_tasks([], framed=True, with_reference=True))
+    s = DedupSettings(threshold=CorpusConfig().dedup_threshold,
+                      near_dup_exempt_sources=tuple(CorpusConfig().near_dup_exempt_sources))
+    assert deduplicate(docs, s, progress=False).kept == list(range(len(docs)))
+    strict = DedupSettings(threshold=CorpusConfig().dedup_threshold)
+    assert len(deduplicate(docs, strict, progress=False).kept) < len(docs)  # what the exemption prevents

@@ -66,3 +66,9 @@ def test_completion_without_spec_stays_unparseable():
     assert text == "int main() { return 0; }"
     with pytest.raises(ValueError):
         parse_candidate(text)
+
+
+def test_unmeasured_context_says_so():
+    prompt = format_problem_prompt(Problem(64, 64, 64), context=[("kernel_one()", None), ("kernel_two()", 0.5)])
+    assert prompt.index("speed not measured") < prompt.index("kernel_one()") < prompt.index("0.50x")
+    assert "Nonex" not in prompt

@@ -189,7 +189,8 @@ def _two_steps(name: str, stage: str) -> dict:
 
 def test_task_prompts_show_the_seed_solution_where_it_fits(tiny_model_dir):
     from kernels_corpus.tasks import load_tasks
-    from stages.rl_general import REFERENCE_INTRO, TaskSettings, build_dataset, task_problems
+    from stages.rl_general import TaskSettings, build_dataset, task_problems
+    from training.prompts import REFERENCE_INTRO
 
     tok = load_tokenizer(tiny_model_dir)
     pairs = task_problems(TaskSettings(names=["vector_add_f32", "gemm_f16"], size_indices=[0]))
@@ -332,3 +333,26 @@ def test_compare_phases_by_problem_pairs_problems_across_phases():
     assert out["correct_rate"] == {"first": 0.5, "last": 1.0} and out["parse_rate"] == {"first": 0.5, "last": 1.0}
     assert out["best_speedup_geomean"] == pytest.approx({"first": 0.1, "last": 0.4})
     assert compare_phases_by_problem([]) == {"problems_paired": 0}
+
+
+def test_in_context_probe_asks_the_same_problems_both_ways(tiny_model_dir):
+    """benchmarks/in_context_probe.py compares framings on one model: the pairs must differ only there."""
+    from benchmarks.in_context_probe import hgemm_rows, task_rows
+    from training.prompts import CANDIDATE_TOKEN, REFERENCE_INTRO
+
+    tok = load_tokenizer(tiny_model_dir)
+    tasks = task_rows({"tasks": {"names": ["vector_add_f32", "relu_f32", "softmax_rows_f32"], "size_indices": [0]},
+                       "grpo": {"max_prompt_length": 4096}}, tok, 2)
+    assert len(tasks["task_bare"]) == 2
+    for bare, shown in zip(tasks["task_bare"], tasks["task_reference"]):
+        assert bare["problem_key"] == shown["problem_key"] and bare["problems"] == shown["problems"]
+        assert REFERENCE_INTRO not in bare["prompt"] and REFERENCE_INTRO in shown["prompt"]
+        assert shown["prompt"].startswith(bare["prompt"].removesuffix(CANDIDATE_TOKEN + "\n"))
+    hgemm = hgemm_rows({}, tok, 4)
+    assert len(hgemm["hgemm_bare"]) == 4
+    references = [p.read_text().strip() for p in sorted(Path("kernels_corpus/reference").glob("*.cu"))]
+    for bare, shown in zip(hgemm["hgemm_bare"], hgemm["hgemm_context"]):
+        assert bare["problem_key"] == shown["problem_key"] and bare["problems"] == shown["problems"]
+        assert "speed not measured" not in bare["prompt"]
+        assert shown["prompt"].count("speed not measured") == 1
+        assert sum(r in shown["prompt"] for r in references) == 1

@@ -4,7 +4,7 @@ One prompt asks for exactly one candidate (see hgemm/candidate.py for the format
 
     <|problem|>
     ...the GEMM, its shape, layout, target arch and kernel ABI...
-    [optional reference kernels with their measured speedups]
+    [optional reference kernels, each with its measured speedup]
     <|candidate|>
 
 and the model answers with the candidate text followed by `<|end|>`. Pretraining documents built from
@@ -56,32 +56,53 @@ def describe_problem(problem: Problem, arch: str = DEFAULT_ARCH) -> str:
     ])
 
 
-def _format_context(context: Sequence[tuple[str, float]]) -> str:
+# Kernels shown inside a prompt: the rl_hgemm contrastive examples, each with its measured speedup, and
+# rl_general's seed solution. Pretraining documents use the same two framings (kernels_corpus/harvest.py),
+# so that an RL prompt holding a kernel is not the first such text the model meets. Session 5's runs
+# showed why: a model pretrained only on bare prompts wrote word salad (entropy 0.3 -> 2.4 nats a
+# token, parse rate 0.8 -> 0) from the first rl_hgemm step whose prompt held a kernel, and on every
+# rl_general prompt with the seed solution (benchmarks/rl_runs/README.md).
+REFERENCE_INTRO = "A correct kernel for this task (its speed is not given): write a faster one."
+
+
+def _fenced(text: str) -> str:
+    return f"```cuda\n{text.strip()}\n```"
+
+
+def _format_context(context: Sequence[tuple[str, float | None]]) -> str:
     # Each example states its speedup first, so the model reads the score before the code it scores.
+    # None: not measured (pretraining documents, which are built before anything is timed).
     parts = []
     for i, (text, speedup) in enumerate(context, 1):
-        parts.append(f"reference kernel {i}, {speedup:.2f}x the fastest baseline:\n```cuda\n{text.strip()}\n```")
+        score = "speed not measured" if speedup is None else f"{speedup:.2f}x the fastest baseline"
+        parts.append(f"reference kernel {i}, {score}:\n{_fenced(text)}")
     return "\n".join(parts)
+
+
+def reference_block(text: str) -> str:
+    """A general task's seed solution as rl_general shows it in the prompt (after the task text)."""
+    return f"{REFERENCE_INTRO}\n{_fenced(text)}"
 
 
 def format_problem_prompt(
     problem: Problem,
-    context: Sequence[tuple[str, float]] | None = None,
+    context: Sequence[tuple[str, float | None]] | None = None,
     arch: str = DEFAULT_ARCH,
 ) -> str:
     """The prompt string for one problem; the completion that follows should be one candidate.
 
     context: optional (candidate_text, speedup) examples for contrastive prompts (issue 7), shown in
-    the order given; speedup is relative to the strongest baseline (1.0 = as fast)."""
+    the order given; speedup is relative to the strongest baseline (1.0 = as fast), None if unmeasured."""
     body = describe_problem(problem, arch)
     if context:
         body += "\n" + _format_context(context)
     return f"{PROBLEM_TOKEN}\n{body}\n{CANDIDATE_TOKEN}\n"
 
 
-def format_training_example(problem: Problem, candidate_text: str, arch: str = DEFAULT_ARCH) -> str:
+def format_training_example(problem: Problem, candidate_text: str, arch: str = DEFAULT_ARCH,
+                            context: Sequence[tuple[str, float | None]] | None = None) -> str:
     """A prompt followed by its answer, the way pretraining documents should frame a seed kernel."""
-    return format_problem_prompt(problem, arch=arch) + candidate_text.strip() + "\n" + END_TOKEN
+    return format_problem_prompt(problem, context, arch=arch) + candidate_text.strip() + "\n" + END_TOKEN
 
 
 def completion_to_candidate(completion: str) -> str:

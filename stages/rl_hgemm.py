@@ -19,10 +19,11 @@ the clipped log of the geometric-mean speedup over the strongest baseline; failu
 class; a speedup above reward.recheck_above is re-judged on fresh inputs and the lower kept
 (training/rewards.py).
 
-Probe. Before and after training, probe.k completions for each of probe.prompts fixed training
-shapes (bare prompts, so the text is the same both times) are sampled and judged: metrics.json's
-`probe` compares the two problem by problem (training/probe.py), where the curves' first and last
-steps saw different, randomly drawn prompts.
+Probe. After training, the starting model and the trained one each sample probe.k completions for the
+same probe.prompts fixed training shapes, judged: metrics.json's `probe` compares the two problem by
+problem on bare prompts, and `probe_context` on the same problems with the contrastive context of the
+final database (training/probe.py). The curves' first and last steps saw different, randomly drawn
+prompts; the probe compares like with like.
 
 Writes to --out: model + tokenizer, kernels.sqlite, best_kernels/ (best verified kernel per training
 shape, <problem_key>.cu, and index.json), curves.json, heldout.json, metrics.json (last).
@@ -326,21 +327,32 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
     prompts = ContrastivePrompts(db, library, heldout_keys, context_cfg, tokenizer, grpo_cfg.max_prompt_length)
     dataset = build_dataset(train, shape_cfg).with_transform(prompts)
 
-    # The probe's prompts carry no context: the context grows with the database, and before and after
-    # must see the same text. Each probe problem is judged on its own shape.
-    probe_rows = [{"prompt": prompt_prefix(tokenizer) + format_problem_prompt(p, arch=context_cfg.prompt_arch),
-                   "problems": problems_to_json([p]), "problem_key": p.key}
-                  for p in spread(sorted(train, key=lambda p: (bucket_of(p), p.key)), probe_cfg.prompts)]
-
-    def probe(model_path: str) -> dict | None:
-        return probe_model(model_path, probe_rows, judge_cfg.make_judge, probe_cfg,
-                           grpo_cfg.max_completion_length) if probe_rows else None
-
-    before = probe(model_dir)
     judge = judge_cfg.make_judge()
     summary = train_and_save(model, tokenizer, dataset, grpo_cfg, judge, db, reward_cfg, STAGE, work_dir,
                              resumable, out)
-    after = probe(str(out))
+
+    # The probe runs after training, the starting model (still on disk) and the trained one on the same
+    # prompts: each probe problem bare, and again with the contrastive context the final database gives
+    # it, the kind of prompt training saw once the database had kernels. Session 5's model did well on
+    # bare prompts and wrote word salad on those. Each probe problem is judged on its own shape.
+    probe_problems = spread(sorted(train, key=lambda p: (bucket_of(p), p.key)), probe_cfg.prompts)
+
+    def probe_row(p: Problem, text: str) -> dict:
+        return {"prompt": text, "problems": problems_to_json([p]), "problem_key": p.key}
+
+    bare_rows = [probe_row(p, prompt_prefix(tokenizer) + format_problem_prompt(p, arch=context_cfg.prompt_arch))
+                 for p in probe_problems]
+    in_context = {p.key: prompts.prompt(p) for p in (probe_problems if probe_cfg.context else [])}
+    context_rows = [probe_row(p, in_context[p.key][0]) for p in probe_problems
+                    if p.key in in_context and in_context[p.key][1]]
+
+    def probe(rows: list[dict]) -> dict:
+        if not rows:
+            return {"prompts": 0, "note": "probe.prompts is 0" if not probe_problems else
+                    "probe.context is off" if not probe_cfg.context else "no probe problem had context examples"}
+        before, after = (probe_model(path, rows, judge_cfg.make_judge, probe_cfg, grpo_cfg.max_completion_length)
+                         for path in (model_dir, str(out)))
+        return probe_summary(before, after)
 
     trained_on = db.problem_keys(STAGE)
     leaked = sorted(trained_on & heldout_keys)
@@ -352,7 +364,8 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
         STAGE, out, db, judge.gpu, "parse+compile+verify+time vs the strongest baseline (GPU)", reward_cfg, summary,
         wall_start, config,
         best_kernels=best,
-        probe=probe_summary(before, after),
+        probe=probe(bare_rows),
+        probe_context=probe(context_rows) | {"context_examples": {k: kept for k, (_, kept) in in_context.items()}},
         shapes={"train": len(train), "heldout": len(heldout), "buckets": len(buckets(train)),
                 "shapes_judged": len(trained_on)},
         context={"library_entries": len(library), "library_dir": library_dir, "example_prompt_context_kept": kept,

@@ -163,13 +163,17 @@ def test_rl_probe_is_reported_before_and_after(tmp_path):
     folder = tmp_path / "rl_hgemm"
     folder.mkdir()
     (folder / "curves.json").write_text(json.dumps([{"step": 1, "reward": -1.0, "correct_rate": 0.5}]))
-    (folder / "metrics.json").write_text(json.dumps({"probe": probe_summary(before, after)}))
+    # with context, the trained model got worse: its table must be the second one, under its own lead
+    (folder / "metrics.json").write_text(json.dumps({"probe": probe_summary(before, after),
+                                                     "probe_context": probe_summary(after, before)}))
     out = tmp_path / "report"
     assert report_stage.main(["--config", _config(tmp_path), "--rl-hgemm", str(folder), "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
     assert "before and after training. Problems with a verified kernel both times: 1; only after: 1; only" in md
-    assert "| correct rate | 0.250 | 0.750 |" in md
+    assert md.index("| correct rate | 0.250 | 0.750 |") < md.index("| correct rate | 0.750 | 0.250 |")
     assert "(rose on 1) | 0.100 | 0.300 |" in md
+    lead = md.index("With the contrastive context of the final kernel database in each prompt: The same 2")
+    assert md.index("| correct rate | 0.250 | 0.750 |") < lead < md.index("| correct rate | 0.750 | 0.250 |")
 
 
 def test_curve_groups_and_first_last():

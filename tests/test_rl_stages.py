@@ -239,7 +239,10 @@ def test_rl_general_end_to_end_and_resume(tmp_path, tiny_model_dir):
 
 def test_rl_hgemm_end_to_end(tmp_path, tiny_model_dir):
     cfg = _two_steps("rl_hgemm-smoke", "rl_hgemm")
-    library = _library(tmp_path / "lib", {Problem(256, 256, 256, 1, "NN", "aligned").key: ("naive", NAIVE, 0.05)})
+    # a library kernel for every training shape, short enough for the smoke prompt limit, so that every
+    # probe problem has context to show
+    train, _ = rl_hgemm.split_grid(build_dataclass(ShapeSettings, cfg["shapes"], "shapes"))
+    library = _library(tmp_path / "lib", {p.key: ("tiny", "__global__ void tiny() {}", 0.05) for p in train})
     out, work = tmp_path / "out", tmp_path / "work"
     metrics = rl_hgemm.run(cfg, tiny_model_dir, str(library), str(work), str(out))
     for f in ("model.safetensors", "tokenizer.json", "kernels.sqlite", "curves.json", "heldout.json", "metrics.json",
@@ -252,9 +255,14 @@ def test_rl_hgemm_end_to_end(tmp_path, tiny_model_dir):
     assert judged and not judged & held
     curves = json.loads((out / "curves.json").read_text())
     assert len(curves) == 2 and all("context_examples" in row for row in curves)  # contrastive context logged
-    assert metrics["shapes"]["heldout"] == len(held) and metrics["context"]["library_entries"] == 1
+    assert metrics["shapes"]["heldout"] == len(held) and metrics["context"]["library_entries"] == len(train)
     probed = set(metrics["probe"]["before"]["per_problem"])
     assert len(probed) == 2 and not probed & held and metrics["probe"]["after"]["completions"] == 4
+    # the same problems with context (the library's naive kernel is near enough to show), both models
+    in_context = metrics["probe_context"]
+    assert set(in_context["before"]["per_problem"]) == probed and in_context["after"]["completions"] == 4
+    assert in_context["before"]["model"] == tiny_model_dir and in_context["after"]["model"] == str(out)
+    assert set(in_context["context_examples"]) == probed and min(in_context["context_examples"].values()) >= 1
 
 
 def test_dataset_rows_hold_only_training_shapes_and_best_kernels_are_written(tmp_path):

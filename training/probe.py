@@ -28,6 +28,9 @@ class ProbeSettings:
     temperature: float = 1.0  # as GRPO samples (grpo.temperature's default)
     batch_size: int = 32      # sequences per generate() call
     seed: int = 0
+    # rl_hgemm only: probe each problem a second time with its contrastive context from the final kernel
+    # database (metrics.json `probe_context`). rl_general's prompts always carry what they carry.
+    context: bool = True
 
 
 def spread(items: list, n: int) -> list:

@@ -121,12 +121,15 @@ def curve_sections(doc: list, inputs: ReportInputs) -> None:
         if keys:
             headers, cells = tables.first_last_table(curves, keys)
             doc.append(("table", headers, cells))
-        probe = (inputs.metrics(stage) or {}).get("probe") or {}
-        if probe.get("change"):
-            # the first and last steps drew different prompts; the probe compares like with like
-            sentence, headers, cells = tables.probe_table(probe)
-            doc.append(("p", sentence))
-            doc.append(("table", headers, cells))
+        metrics = inputs.metrics(stage) or {}
+        # the first and last steps drew different prompts; the probe compares like with like
+        for key, lead in (("probe", ""), ("probe_context", "With the contrastive context of the final kernel "
+                                                         "database in each prompt: ")):
+            probe = metrics.get(key) or {}
+            if probe.get("change"):
+                sentence, headers, cells = tables.probe_table(probe)
+                doc.append(("p", lead + sentence))
+                doc.append(("table", headers, cells))
 
 
 def kernel_db_section(doc: list, inputs: ReportInputs) -> None:

@@ -35,6 +35,7 @@ import argparse
 import hashlib
 import json
 import math
+import random
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -67,6 +68,10 @@ class ContextSettings:
     nearby_shapes: int = 4  # how many nearest shapes to take kernels from
     use_library: bool = True
     prompt_arch: str = "sm_90a"
+    # The share of drawn training prompts that get context (the rest go bare), so that one run shows
+    # both kinds: curves `correct_rate_in_context` and `correct_rate_bare`. 1.0 is CUDA-L1's setup.
+    share: float = 1.0
+    seed: int = 0  # for the share draw
 
 
 # ------------------------------------------------------------------------------ shapes
@@ -158,6 +163,7 @@ class ContrastivePrompts:
         self.max_prompt_length = max_prompt_length
         self.prefix = prompt_prefix(tokenizer)
         self._tokens: dict[str, int] = {}  # kernel text -> token count, so each text is tokenised once
+        self._share_draw = random.Random(settings.seed)
 
     def _fits(self, text: str, budget: int) -> bool:
         if text not in self._tokens:
@@ -215,10 +221,16 @@ class ContrastivePrompts:
     def __call__(self, batch: dict) -> dict:
         from training.rewards import problems_from_json
 
+        from training.prompts import format_problem_prompt
+
         batch = dict(batch)
         prompts, kept = [], []
         for problems in batch["problems"]:
-            text, n = self.prompt(problems_from_json(problems)[0])
+            problem = problems_from_json(problems)[0]
+            if self._share_draw.random() < self.s.share:
+                text, n = self.prompt(problem)
+            else:
+                text, n = self.prefix + format_problem_prompt(problem, arch=self.s.prompt_arch), 0
             prompts.append(text)
             kept.append(n)
         batch["prompt"] = prompts

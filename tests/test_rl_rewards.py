@@ -182,3 +182,17 @@ def test_format_shaping_orders_parse_errors_below_compile_errors():
     assert rewards[0] < rewards[1] < rewards[2] < class_rewards(s)["compile_error"]
     assert format_progress(naive) == 1.0 and format_progress(garbage) == 0.0
     assert verdict_reward({"status": "parse_error"}, s) == class_rewards(s)["parse_error"]
+
+
+def test_context_metrics_split_prompts_with_and_without_context():
+    from training.rewards import context_metrics
+
+    verdicts = [{"status": s} for s in ("ok", "parse_error", "parse_error", "ok", "wrong", "parse_error")]
+    shown = [2, 1, 1, 0, 0, 0]
+    m = context_metrics(verdicts, shown, timed=True)
+    assert m["prompt/context_examples"] == 4 / 6
+    assert m["kernel/parse_rate_in_context"] == 1 / 3 and m["kernel/correct_rate_in_context"] == 1 / 3
+    assert m["kernel/parse_rate_bare"] == 2 / 3 and m["kernel/correct_rate_bare"] == 1 / 3
+    # no GPU: nothing ran, so no correct rates; a batch without bare prompts has no bare rates
+    m = context_metrics(verdicts[:3], shown[:3], timed=False)
+    assert set(m) == {"prompt/context_examples", "kernel/parse_rate_in_context"}

@@ -153,6 +153,14 @@ def test_contrastive_prompt_shows_best_and_weaker_kernels_never_heldout(tmp_path
 
     row = prompts({"problems": [problems_to_json([target])], "problem_key": [target.key]})
     assert row["prompt"][0] == prompts.prompt(target)[0] and row["problem_key"] == [target.key]
+    # context.share: that share of drawn prompts gets context, the rest go bare (context_examples 0)
+    batch = {"problems": [problems_to_json([target])] * 200, "problem_key": [target.key] * 200}
+    bare_text = prompts.prefix + format_problem_prompt(target)
+    for share in (0.0, 0.5, 1.0):
+        drawn = ContrastivePrompts(db, library, {held.key}, ContextSettings(examples=3, share=share), tok, 4096)(batch)
+        with_context = sum(n > 0 for n in drawn["context_examples"])
+        assert all((n > 0) == (t != bare_text) for t, n in zip(drawn["prompt"], drawn["context_examples"]))
+        assert {0.0: with_context == 0, 0.5: 70 < with_context < 130, 1.0: with_context == 200}[share], share
     db.close()
 
 

@@ -228,6 +228,10 @@ CURVE_KEYS = {
     "completions/mean_length": "completion_length",
     "completions/clipped_ratio": "clipped_ratio",
     "prompt/context_examples": "context_examples",
+    "kernel/parse_rate_in_context": "parse_rate_in_context",
+    "kernel/parse_rate_bare": "parse_rate_bare",
+    "kernel/correct_rate_in_context": "correct_rate_in_context",
+    "kernel/correct_rate_bare": "correct_rate_bare",
 }
 
 

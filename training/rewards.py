@@ -151,6 +151,20 @@ def batch_metrics(verdicts: list[dict], rewards: list[float], timed: bool) -> di
     return m
 
 
+def context_metrics(verdicts: list[dict], context_examples: list[int], timed: bool) -> dict[str, float]:
+    """How many kernels the prompts showed, and the parse and correct rates of completions whose prompt
+    showed some against those whose prompt showed none (each only when the batch has such prompts).
+    Session 5: the model failed on prompts that held a kernel and did well on bare ones."""
+    m = {"prompt/context_examples": sum(context_examples) / len(context_examples)}
+    for name, pick in (("in_context", lambda n: n > 0), ("bare", lambda n: n == 0)):
+        part = [v.get("status") for v, n in zip(verdicts, context_examples) if pick(n)]
+        if part:
+            m[f"kernel/parse_rate_{name}"] = sum(s != "parse_error" for s in part) / len(part)
+            if timed:
+                m[f"kernel/correct_rate_{name}"] = sum(s == "ok" for s in part) / len(part)
+    return m
+
+
 class KernelReward:
     """TRL reward function over kernel completions.
 
@@ -177,16 +191,14 @@ class KernelReward:
         step = int(getattr(trainer_state, "global_step", 0) or 0)
         loop = asyncio.get_running_loop()
         rewards, metrics = await loop.run_in_executor(
-            self._executor, self.score, completions, problems, problem_key, shape_class, step)
-        if context_examples:  # rl_hgemm's contrastive prompts: how many kernels the prompts could show
-            metrics["prompt/context_examples"] = sum(context_examples) / len(context_examples)
+            self._executor, self.score, completions, problems, problem_key, shape_class, step, context_examples)
         if log_metric is not None:
             for name, value in metrics.items():
                 log_metric(name, value)
         return rewards
 
     def score(self, completions: list, problems: list[str], problem_key: list[str], shape_class: list[str],
-              step: int = 0) -> tuple[list[float], dict[str, float]]:
+              step: int = 0, context_examples: list[int] | None = None) -> tuple[list[float], dict[str, float]]:
         """Judge a batch (all completions together), reward, record; (rewards, metrics)."""
         texts = [completion_to_candidate(_as_text(c)) for c in completions]
         plists = [problems_from_json(p) for p in problems]
@@ -194,6 +206,8 @@ class KernelReward:
         rewards = [verdict_reward(v, self.settings, t) for v, t in zip(verdicts, texts)]
         self._record(texts, plists, verdicts, rewards, problem_key, shape_class, step)
         metrics = batch_metrics(verdicts, rewards, timed=bool(self.judge.gpu))
+        if context_examples:  # rl_hgemm's contrastive prompts
+            metrics |= context_metrics(verdicts, context_examples, timed=bool(self.judge.gpu))
         self.last_metrics = metrics
         return rewards, metrics
 

@@ -5,7 +5,8 @@ RL steps are dominated by generation (a gpu-quick GRPO step of 32 completions x 
 `model.generate` as the stages call it (left-padded batch, sampling, KV cache) under a few settings,
 and profiles one, so the slow part is named rather than guessed.
 
-    python -m benchmarks.generation_speed [--batch 32] [--prompt 400] [--new 256] [--out FILE]
+    python -m benchmarks.generation_speed [--batch 32] [--prompt 400] [--new 256] [--only TEXT] [--no-profile]
+                                          [--out FILE]
 """
 
 from __future__ import annotations
@@ -85,15 +86,23 @@ def main() -> None:
     ap.add_argument("--prompt", type=int, default=400)
     ap.add_argument("--new", type=int, default=256)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--only", default=None,
+                    help="time only the settings whose label contains this text (e.g. 'eager')")
+    ap.add_argument("--no-profile", action="store_true", help="skip the profiled run")
     args = ap.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tiny = device == "cpu"  # on a CPU this checks the script, not the figure
     settings = [("fp32", torch.float32, "sdpa", {}), ("bf16", torch.bfloat16, "sdpa", {}),
+                # the GRPO policy keeps fp32 master weights and eager attention (training.grpo.load_policy)
+                ("fp32 eager attention", torch.float32, "eager", {}),
+                ("fp32 eager, static cache", torch.float32, "eager", {"cache_implementation": "static"}),
                 ("bf16 eager attention", torch.bfloat16, "eager", {}),
                 ("bf16 static cache", torch.bfloat16, "sdpa", {"cache_implementation": "static"}),
                 # session 4: RL steps are ~70% sampling at eager attention's 14 ms a token step
                 ("bf16 eager, static cache", torch.bfloat16, "eager", {"cache_implementation": "static"}),
                 ("bf16 continuous batching", torch.bfloat16, "sdpa", {"batch_api": True})]
+    if args.only:
+        settings = [row for row in settings if args.only in row[0]]
     rows = []
     for label, dtype, attn, kw in settings:
         model = build(dtype, attn, tiny).to(device).eval()
@@ -107,22 +116,23 @@ def main() -> None:
             rows.append({"setting": label, "error": f"{type(e).__name__}: {e}"[:300]})
         print(rows[-1], flush=True)
 
-    # Where the time goes in the stages' setting (bf16, sdpa, dynamic cache).
-    model = build(torch.bfloat16, "sdpa", tiny).to(device).eval()
-    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if device == "cuda" else [])
-    with torch.profiler.profile(activities=activities) as prof:
-        time_generate(model, args.batch, args.prompt, 64, device)
-    sort = "cuda_time_total" if device == "cuda" else "cpu_time_total"
-    table_cpu = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15)
-    table_gpu = prof.key_averages().table(sort_by=sort, row_limit=15)
     result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
               "batch": args.batch, "prompt": args.prompt, "new_tokens": args.new, "model": "tiny" if tiny else "pretrain.yaml",
-              "rows": rows, "profile_self_cpu": table_cpu, "profile_device": table_gpu}
+              "rows": rows}
+    if not args.no_profile:
+        # Where the time goes in the bf16, sdpa, dynamic-cache setting (the slow one, session 3).
+        model = build(torch.bfloat16, "sdpa", tiny).to(device).eval()
+        activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if device == "cuda" else [])
+        with torch.profiler.profile(activities=activities) as prof:
+            time_generate(model, args.batch, args.prompt, 64, device)
+        sort = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+        result["profile_self_cpu"] = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15)
+        result["profile_device"] = prof.key_averages().table(sort_by=sort, row_limit=15)
+        print(result["profile_self_cpu"])
+        print(result["profile_device"])
     out = args.out or (os.path.join(os.environ["OUT"], "generation_speed.json") if os.environ.get("OUT") else None)
     if out:
         Path(out).write_text(json.dumps(result, indent=1))
-    print(table_cpu)
-    print(table_gpu)
     for r in rows:
         print(f"{r['setting']:24s} " + (f"{r['ms_per_token_step']:7.2f} ms/step {r['tokens_per_s']:9.0f} tok/s" if "error" not in r else r["error"]))
 

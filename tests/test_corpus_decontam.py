@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import re
 
@@ -44,7 +46,7 @@ def test_build_drops_planted_kernel_and_reports_it(tmp_path):
     (tmp_path / "held").mkdir()
     (tmp_path / "held" / "k.cu").write_text(HELDOUT)
     cfg = CorpusConfig(packages=[], reference_globs=[str(tmp_path / "src" / "*.cu")], family_variants=0, reference_framings=0,
-                       include_tasks=False, heldout_globs=[str(tmp_path / "held" / "*.cu")])
+                       context_framings=0, include_tasks=False, heldout_globs=[str(tmp_path / "held" / "*.cu")])
     metrics = build_corpus(cfg, tmp_path / "out", progress=False)
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())
     assert metrics["documents"] == 1 and metrics["decontam_rate"] == 0.5
@@ -54,6 +56,12 @@ def test_build_drops_planted_kernel_and_reports_it(tmp_path):
     ds = load_from_disk(str(tmp_path / "out" / "dataset"))
     paths = [p for split in ds.values() for p in split["path"]]
     assert len(paths) == 1 and paths[0].endswith("naive.cu")
+    # framings that show the planted kernel inside a prompt are caught too; those showing only the
+    # clean one are kept
+    metrics = build_corpus(dataclasses.replace(cfg, context_framings=6), tmp_path / "framed", progress=False)
+    ds = load_from_disk(str(tmp_path / "framed" / "dataset"))
+    texts = [t for split in ds.values() for t in split["text"]]
+    assert metrics["documents"] >= 2 and not any("int twice(int x)" in t for t in texts)
 
 
 def test_default_heldout_kernels_exist_and_are_not_in_reference():

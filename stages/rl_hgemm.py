@@ -219,9 +219,8 @@ class ContrastivePrompts:
             context = context[1:]  # drop the weakest first
 
     def __call__(self, batch: dict) -> dict:
-        from training.rewards import problems_from_json
-
         from training.prompts import format_problem_prompt
+        from training.rewards import problems_from_json
 
         batch = dict(batch)
         prompts, kept = [], []

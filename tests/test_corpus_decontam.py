@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import re
+from collections import Counter
 
 from kernels_corpus.build import CorpusConfig, build_corpus
 from kernels_corpus.decontam import find_contaminated, load_heldout
-from kernels_corpus.harvest import PROJECT_ROOT, Document
+from kernels_corpus.harvest import PROJECT_ROOT, Document, harvest_reference
 
 HELDOUT = (PROJECT_ROOT / "kernels_corpus/heldout/smem_tile32.cu").read_text()
 NAIVE = (PROJECT_ROOT / "kernels_corpus/reference/naive.cu").read_text()
@@ -58,10 +58,13 @@ def test_build_drops_planted_kernel_and_reports_it(tmp_path):
     assert len(paths) == 1 and paths[0].endswith("naive.cu")
     # framings that show the planted kernel inside a prompt are caught too; those showing only the
     # clean one are kept
-    metrics = build_corpus(dataclasses.replace(cfg, context_framings=6), tmp_path / "framed", progress=False)
+    framed = dataclasses.replace(cfg, context_framings=6)
+    harvested = list(harvest_reference(framed.reference_globs, Counter(), 0, framed.seed, framed.context_framings))
+    clean = {d.text for d in harvested if "int twice(int x)" not in d.text}  # the planted kernel's helper
+    assert len(clean) < len(harvested)
+    build_corpus(framed, tmp_path / "framed", progress=False)
     ds = load_from_disk(str(tmp_path / "framed" / "dataset"))
-    texts = [t for split in ds.values() for t in split["text"]]
-    assert metrics["documents"] >= 2 and not any("int twice(int x)" in t for t in texts)
+    assert {t for split in ds.values() for t in split["text"]} == clean
 
 
 def test_default_heldout_kernels_exist_and_are_not_in_reference():

@@ -15,6 +15,7 @@ per line:
     workspace: 0                # bytes of zero-filled scratch passed to the kernel (default 0)
     layouts: NN, TN             # which B layouts the kernel implements (default NN)
     tensor_map: A, box=(128, 64), swizzle=128   # optional, repeatable: a TMA descriptor parameter
+    tensor_map: B, box=(64, 64), swizzle=128, staged=1   # ... of a padded copy the kernel writes
     @*/
 
 Expressions may use the problem's variables (M, N, K, batch for a GEMM), `num_sms` (the device's
@@ -136,14 +137,19 @@ def _parse_exprs(text: str, field_name: str, variables: tuple[str, ...]) -> list
 class TensorMapSpec:
     """A TMA descriptor the harness encodes for one operand, viewed as (batch, rows, cols) row-major.
 
-    box is (rows, cols) of the tile one copy moves; swizzle is the shared-memory swizzle in bytes."""
+    box is (rows, cols) of the tile one copy moves; swizzle is the shared-memory swizzle in bytes.
+    staged: the descriptor is not of the operand itself but of a copy the kernel writes into its
+    workspace with rows padded to 16 bytes (hgemm.params.staged_operands gives where), so TMA serves
+    any pitch; the kernel must finish the copy before its first TMA load of it."""
 
     operand: str
     box: tuple[int, int]
     swizzle: int = 0
+    staged: bool = False
 
     def render(self) -> str:
-        return f"tensor_map: {self.operand}, box=({self.box[0]}, {self.box[1]}), swizzle={self.swizzle}"
+        return (f"tensor_map: {self.operand}, box=({self.box[0]}, {self.box[1]}), swizzle={self.swizzle}"
+                + (", staged=1" if self.staged else ""))
 
 
 @dataclass(frozen=True)
@@ -207,21 +213,26 @@ def _parse_tensor_map(value: str, variables: tuple[str, ...]) -> TensorMapSpec:
     if len(call.args) != 1 or not isinstance(call.args[0], ast.Name) or call.args[0].id not in OPERANDS:
         raise SpecError(name, f"must start with an operand name {OPERANDS}, got '{value}'")
     kwargs = {kw.arg: kw.value for kw in call.keywords}
-    unknown = set(kwargs) - {"box", "swizzle"}
+    unknown = set(kwargs) - {"box", "swizzle", "staged"}
     if unknown:
-        raise SpecError(name, f"unknown key(s) {sorted(unknown)} (allowed: box, swizzle)")
+        raise SpecError(name, f"unknown key(s) {sorted(unknown)} (allowed: box, swizzle, staged)")
     if "box" not in kwargs:
         raise SpecError(name, "needs box=(rows, cols)")
     try:
         box = ast.literal_eval(kwargs["box"])
         swizzle = ast.literal_eval(kwargs["swizzle"]) if "swizzle" in kwargs else 0
+        staged = ast.literal_eval(kwargs["staged"]) if "staged" in kwargs else 0
     except ValueError:
-        raise SpecError(name, "box and swizzle must be integer literals") from None
+        raise SpecError(name, "box, swizzle and staged must be integer literals") from None
+    if staged not in (0, 1):
+        raise SpecError(name, f"staged must be 0 or 1, got {staged!r}")
     if not (isinstance(box, tuple) and len(box) == 2 and all(isinstance(b, int) and 1 <= b <= 256 for b in box)):
         raise SpecError(name, f"box must be two integers in 1..256, got {box!r}")
     if swizzle not in SWIZZLES:
         raise SpecError(name, f"swizzle must be one of {SWIZZLES}, got {swizzle!r}")
-    return TensorMapSpec(call.args[0].id, box, swizzle)
+    if staged and call.args[0].id == "C":
+        raise SpecError(name, "only the inputs A and B can be staged")
+    return TensorMapSpec(call.args[0].id, box, swizzle, bool(staged))
 
 
 def _entry_declared(source: str, entry: str) -> bool:

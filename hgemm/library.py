@@ -71,9 +71,10 @@ class Library:
 
 
 def tma_compatible(cand: Candidate, problem: Problem) -> bool:
-    """TMA needs every described operand's row pitch to be a multiple of 16 bytes (8 fp16)."""
+    """TMA needs every described operand's row pitch to be a multiple of 16 bytes (8 fp16); a staged
+    operand is read from a padded copy, whose pitch always is."""
     cols = {"A": problem.K, "B": problem.N if problem.layout == "NN" else problem.K, "C": problem.N}
-    return all(cols[t.operand] % 8 == 0 for t in cand.spec.tensor_maps)
+    return all(t.staged or cols[t.operand] % 8 == 0 for t in cand.spec.tensor_maps)
 
 
 _default: Library | None = None

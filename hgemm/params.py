@@ -61,6 +61,54 @@ def pack_params(params: list[Param], layout: list[tuple[int, int]] | None = None
     return bytes(buf)
 
 
+# Where a staged operand's copy starts in the workspace: a multiple of this many bytes.
+STAGE_ALIGN = 1024
+
+
+@dataclass(frozen=True)
+class StagedOperand:
+    """A padded copy of an input that a kernel writes into its workspace for TMA to read: `batch` x
+    `rows` rows of `cols` fp16, each row `pitch` elements long (cols rounded up to 8, a 16-byte pitch),
+    at byte `offset`. The pad elements are never read: the descriptor's dims are (cols, rows, batch)."""
+
+    operand: str
+    offset: int
+    batch: int
+    rows: int
+    cols: int
+    pitch: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.batch * self.rows * self.pitch * 2
+
+    @property
+    def end(self) -> int:
+        """Where the next staged copy (or the kernel's own workspace) starts."""
+        return self.offset + -(-self.nbytes // STAGE_ALIGN) * STAGE_ALIGN
+
+
+def operand_shape(operand: str, problem) -> tuple[int, int, int]:
+    """(batch, rows, cols) of a row-major HGEMM operand."""
+    if operand == "A":
+        return problem.batch, problem.M, problem.K
+    if operand == "B":
+        return (problem.batch, problem.K, problem.N) if problem.layout == "NN" else (problem.batch, problem.N, problem.K)
+    return problem.batch, problem.M, problem.N
+
+
+def staged_operands(spec, problem) -> list[StagedOperand]:
+    """The staged copies of a spec's `staged=1` tensor maps, in the order of their lines, packed from
+    the start of the workspace. Kernels compute the same offsets (kernels_corpus/families/wgmma.py)."""
+    out, offset = [], 0
+    for t in spec.tensor_maps:
+        if t.staged:
+            batch, rows, cols = operand_shape(t.operand, problem)
+            out.append(StagedOperand(t.operand, offset, batch, rows, cols, -(-cols // 8) * 8))
+            offset = out[-1].end
+    return out
+
+
 def gemm_param_buffer(spec, problem, A, B, C, W=None, layout: list[tuple[int, int]] | None = None) -> bytes:
     """The packed HGEMM ABI: pointers, sizes, workspace, then one TMA descriptor per tensor_map line.
     A, B, C, W are anything with data_ptr() (torch tensors); W may be None. `layout` as in pack_params."""
@@ -68,8 +116,21 @@ def gemm_param_buffer(spec, problem, A, B, C, W=None, layout: list[tuple[int, in
               Param("i", problem.M), Param("i", problem.N), Param("i", problem.K), Param("i", problem.batch),
               Param("P", W.data_ptr() if W is not None else 0)]
     if spec.tensor_maps:
-        from .tensormap import encode_tensor_map
+        from . import tensormap
 
         operands = {"A": A, "B": B, "C": C}
-        params += [Param("T", encode_tensor_map(operands[t.operand], t.box, t.swizzle)) for t in spec.tensor_maps]
+        staged = {s.operand: s for s in staged_operands(spec, problem)}
+        if staged:
+            room = W.numel() * W.element_size() if W is not None else 0
+            need = max(s.end for s in staged.values())
+            if room < need:
+                raise SpecError("workspace", f"{room} bytes cannot hold the staged operands' {need}")
+        for t in spec.tensor_maps:
+            if t.staged:
+                s = staged[t.operand]
+                desc = tensormap.encode_tiled(W.data_ptr() + s.offset, [s.cols, s.rows, s.batch],
+                                              [s.pitch * 2, s.rows * s.pitch * 2], [t.box[1], t.box[0], 1], t.swizzle)
+            else:
+                desc = tensormap.encode_tensor_map(operands[t.operand], t.box, t.swizzle)
+            params.append(Param("T", desc))
     return pack_params(params, layout)

@@ -522,3 +522,66 @@ def test_wgmma_all_variants_compile_clean(tmp_path):
             spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", report)]
             assert spills and not any(spills), f"{wgmma.name(p)} {layout} spills:\n{report}"
             assert int(re.search(r"Used (\d+) registers", report).group(1)) <= 168
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_wgmma_staged_copies_are_what_the_tensor_maps_describe(layout, tmp_path):
+    """loader: staged. The kernel's own staging helpers, compiled by nvcc for the host, copy A and B from
+    2-byte-aligned bases into padded rows at the offsets hgemm.params.staged_operands gives the
+    harness's descriptors; the pad is zero, and the spec's workspace holds both copies and the counter."""
+    from hgemm.params import staged_operands
+
+    p = dict(bm=128, bn=128, consumers=2, stages=4, group_m=8, loader="staged")
+    src = wgmma.render(p)
+    helpers = src[src.index("// Host-callable so tests can run it. (begin realign16)"):src.index("// (end realign16)")]
+    helpers += src[src.index("// Host-callable so tests can run it. (begin staging)"):src.index("// (end staging)")]
+    prog = tmp_path / "staging.cu"
+    prog.write_text("\n".join([
+        "#include <cstdio>\n#include <cstdint>\n#include <vector>\n#include <cuda_runtime.h>\n#include <cuda_fp16.h>",
+        helpers,
+        r"""// usage: staging ROWS COLS SHIFT IN OUT: copies IN's fp16 rows (from element SHIFT of a 16-byte
+// aligned buffer) the way stage_rows does, into OUT (staged_end bytes)
+int main(int argc, char** argv) {
+  const long long rows = atoll(argv[1]);
+  const int cols = atoi(argv[2]), shift = atoi(argv[3]);
+  std::vector<uint4> in((rows * cols + shift + 15) / 8 + 2), out(staged_end(rows, cols) / 16);
+  FILE* f = fopen(argv[4], "rb");
+  if (fread(reinterpret_cast<uint16_t*>(in.data()) + shift, 2, rows * cols, f) != size_t(rows * cols)) return 1;
+  fclose(f);
+  const __half* a = reinterpret_cast<const __half*>(reinterpret_cast<uint16_t*>(in.data()) + shift);
+  const int chunks = (cols + 7) / 8;
+  for (long long r = 0; r < rows; ++r)
+    for (int c = 0; c < chunks; ++c) out[r * chunks + c] = staged_chunk(a, r, c, cols);
+  f = fopen(argv[5], "wb");
+  fwrite(out.data(), 16, out.size(), f);
+  fclose(f);
+  printf("%lld\n", staged_end(rows, cols));
+  return 0;
+}""",
+    ]))
+    exe = tmp_path / "staging"
+    subprocess.run([NVCC, "-std=c++17", "-o", str(exe), str(prog)], check=True, capture_output=True, timeout=300)
+    spec = parse_candidate(src).spec
+    rng = np.random.default_rng(7)
+    for M, N, K, batch in [(5, 11, 13, 2), (130, 67, 257, 1), (3, 8, 4095, 1), (17, 4097, 9, 3)]:
+        problem = Problem(M, N, K, batch, layout)
+        staged = staged_operands(spec, problem)
+        assert [s.operand for s in staged] == ["A", "B"] and staged[0].offset == 0
+        ends = []
+        for s in staged:
+            data = rng.integers(0, 1 << 16, size=s.batch * s.rows * s.cols, dtype=np.uint16)
+            for shift in (1, 3, 6):  # element offsets of the operand's base within a 16-byte block
+                data.tofile(tmp_path / "in.bin")
+                end = int(subprocess.run([str(exe), str(s.batch * s.rows), str(s.cols), str(shift), str(tmp_path / "in.bin"),
+                                          str(tmp_path / "out.bin")], check=True, capture_output=True, text=True,
+                                         timeout=60).stdout)
+                got = np.fromfile(tmp_path / "out.bin", dtype=np.uint16)[:s.batch * s.rows * s.pitch]
+                want = np.zeros((s.batch * s.rows, s.pitch), np.uint16)
+                want[:, :s.cols] = data.reshape(-1, s.cols)
+                assert np.array_equal(got.reshape(-1, s.pitch), want), (problem.key, s.operand, shift)
+            assert s.offset + end == s.end
+            ends.append(end)
+        # the kernel's counter sits right after B's copy: inside the workspace the spec asks for
+        env = problem.variables() | {"num_sms": 132}
+        assert ends[0] + ends[1] + 4 <= spec.workspace(env)

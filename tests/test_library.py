@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from conftest import ROOT
+from hgemm.candidate import parse_candidate
 from hgemm.library import Library, matmul
 from hgemm.problem import Problem
 
@@ -76,3 +77,6 @@ def test_tma_kernels_are_not_dispatched_to_misaligned_shapes(tmp_path):
     assert lib.lookup(Problem(4096, 4095, 4096)).name == "generic"  # NN: B's rows are N long
     assert lib.lookup(Problem(4096, 4095, 4096, 1, "TN")).name == "tma"  # TN: B's rows are K long
     assert not tma_compatible(lib.candidate("tma"), Problem(8, 8, 4095))
+    # staged maps describe the kernel's padded copies, whose pitch TMA always takes
+    staged = parse_candidate(tma.replace("swizzle=128", "swizzle=128, staged=1"))
+    assert tma_compatible(staged, Problem(8, 8, 4095)) and tma_compatible(staged, Problem(4095, 4095, 4095))

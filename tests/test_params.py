@@ -85,3 +85,38 @@ def test_tracked_contender_records_the_sets_it_ran():
     for i in (2, 0, 2):
         run(i)
     assert calls == [2, 0, 2] and touched == {0, 2}
+
+
+def test_staged_tensor_maps_describe_padded_copies_in_the_workspace(monkeypatch):
+    """`staged=1`: the descriptor covers the kernel's padded copy in the workspace (1024-byte aligned
+    offsets, rows padded to 8 fp16, logical dims so TMA zero-fills past them), not the operand."""
+    import torch
+
+    from hgemm import tensormap
+    from hgemm.candidate import SpecError, parse_spec
+    from hgemm.params import gemm_param_buffer, staged_operands
+    from hgemm.problem import Problem
+
+    calls = []
+    monkeypatch.setattr(tensormap, "encode_tiled", lambda ptr, dims, strides, box, sw: calls.append(
+        (ptr, dims, strides, box, sw)) or bytes(128))
+    spec = parse_spec("/*@launch\nentry: k\nblock: 128\ngrid: 1\nworkspace: 4096\nlayouts: NN, TN\n"
+                      "tensor_map: A, box=(128, 64), swizzle=128, staged=1\n"
+                      "tensor_map: B, box=(64, 64), swizzle=128, staged=1\n@*/")
+    a, b, c, w = (torch.empty(n, dtype=torch.float16) for n in (2 * 5 * 13, 2 * 13 * 11, 2 * 5 * 11, 2048))
+    for layout, b_dims in (("NN", [11, 13, 2]), ("TN", [13, 11, 2])):
+        calls.clear()
+        problem = Problem(5, 11, 13, 2, layout)
+        staged = staged_operands(spec, problem)
+        assert [(s.operand, s.offset, s.pitch) for s in staged] == [("A", 0, 16), ("B", 1024, 16)]
+        gemm_param_buffer(spec, problem, a, b, c, w)
+        assert calls == [(w.data_ptr(), [13, 5, 2], [32, 5 * 32], [64, 128, 1], 128),
+                         (w.data_ptr() + 1024, b_dims, [32, b_dims[1] * 32], [64, 64, 1], 128)]
+    # a workspace too small for the copies is the spec's fault, named before any launch
+    with pytest.raises(SpecError, match="staged operands"):
+        gemm_param_buffer(spec, Problem(64, 64, 63), a, b, c, w)
+    with pytest.raises(SpecError, match="staged must be 0 or 1"):
+        parse_spec("/*@launch\nentry: k\nblock: 1\ngrid: 1\ntensor_map: A, box=(8, 8), staged=2\n@*/")
+    with pytest.raises(SpecError, match="only the inputs"):
+        parse_spec("/*@launch\nentry: k\nblock: 1\ngrid: 1\ntensor_map: C, box=(8, 8), staged=1\n@*/")
+    assert spec.tensor_maps[0].render() == "tensor_map: A, box=(128, 64), swizzle=128, staged=1"

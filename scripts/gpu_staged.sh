@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One device call (nvidia-h200, ~250 s): the wgmma staged loader (issue 3). The grid first copies A and
+# B into the workspace with rows padded to 16 bytes, then the TMA kernel runs on the copies
+# (kernels_corpus/families/wgmma.py, loader: staged). Expected at 4095^3, from session 5's figures:
+# workspace memset ~25 us (67 MB, timed by the harness contract) + copy ~40 us (134 MB moved) + the TMA
+# kernel at 4096^3 (~200 us) = ~265 us, against 754 us for the best ldg loader, 300 us for pad8_cublas
+# and ~216 us for torch.compile max-autotune (benchmarks/baselines/).
+# This run: the family GPU tests (edge shapes, NN and TN, staged variants included), then the staged
+# variants beside the ldg loader on the 11 misaligned shapes of the default grid, with every baseline and
+# torch.compile.
+# Usage (GPU machine, repo root): bash scripts/gpu_staged.sh
+source scripts/gpu_env.sh
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+timeout 100 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_families.py 2>&1 \
+  | grep -v "PyCUDA WARNING\|failed: an illegal" | tee "$OUT/pytest_gpu_families.log" | tail -3
+mkdir -p "$OUT/kernels"
+python3 - "$OUT/kernels" <<'PY'
+import sys
+from kernels_corpus.families import wgmma
+ldg = [p for p in wgmma.variants() if p.get("loader") == "ldg"]
+staged = [dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=8, loader="staged")
+          for bm, bn, c, st in [(128, 256, 2, 4), (256, 128, 2, 4), (128, 128, 2, 6)]]
+for p in ldg + staged:
+    open(f"{sys.argv[1]}/{wgmma.name(p)}.cu", "w").write(wgmma.render(p))
+PY
+timeout 300 python3 -m hgemm.cli bench --kernels "$OUT/kernels" --grid configs/grids/default.yaml \
+  --classes misaligned --reps 5 --torch-compile --out "$OUT/staged.json" 2>&1 | grep -v "it/s\]" | tail -1
+python3 - "$OUT/staged.json" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))
+names = sorted(b["candidates"])
+print("shape".ljust(16), *(n.replace("wgmma_", "")[:22].ljust(23) for n in names), "strongest")
+for pr in b["problems"]:
+    p, cs = pr["problem"], pr["candidates"]
+    row = [f"{cs.get(n, {}).get('time_us') or 0:9.1f} {cs.get(n, {}).get('status', '-')[:4]}" for n in names]
+    print(f"{p['M']}x{p['N']}x{p['K']}".ljust(16), *(r.ljust(23) for r in row),
+          f"{pr['best_baseline_us']:9.1f} {pr['best_baseline']}")
+PY

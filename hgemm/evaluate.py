@@ -18,7 +18,7 @@ from . import baselines as bl
 from .candidate import SpecError, parse_candidate
 from .compile import compile_candidate
 from .entry import Entry, EvalOptions
-from .params import gemm_param_buffer
+from .params import gemm_param_buffer, workspace_to_zero
 from .problem import Problem, TaskProblem
 from .runtime import KernelLaunchError, LoadedKernel, Utilities, device_properties, synchronize, utility_candidate
 from .timing import Timer, single_launch_us, tracked
@@ -83,10 +83,11 @@ class GemmEvaluator:
             raise SpecError("smem", f"{smem} bytes exceed the device's {self.props['max_smem_per_block_optin']}")
         kernel.prepare_smem(smem)
         buf = gemm_param_buffer(spec, problem, A, B, C, W, kernel.param_layout)
+        zeroed = workspace_to_zero(spec, problem, W)
 
-        if W is not None and W.numel():
+        if zeroed is not None and zeroed.numel():
             def launch():
-                W.zero_()  # the contract: workspace is zero at every launch (the memset is timed too)
+                zeroed.zero_()  # the contract: workspace is zero at every launch, staged copies aside (timed too)
                 kernel.launch(grid, block, buf, smem)
         else:
             def launch():

@@ -2,9 +2,9 @@
 # One device call (nvidia-h200, ~250 s): the wgmma staged loader (issue 3). The grid first copies A and
 # B into the workspace with rows padded to 16 bytes, then the TMA kernel runs on the copies
 # (kernels_corpus/families/wgmma.py, loader: staged). Expected at 4095^3, from session 5's figures:
-# workspace memset ~25 us (67 MB, timed by the harness contract) + copy ~40 us (134 MB moved) + the TMA
-# kernel at 4096^3 (~200 us) = ~265 us, against 754 us for the best ldg loader, 300 us for pad8_cublas
-# and ~216 us for torch.compile max-autotune (benchmarks/baselines/).
+# copy ~45 us (134 MB moved; the harness does not memset the staged copies) + the TMA kernel at 4096^3
+# (~200 us) = ~250 us, against 754 us for the best ldg loader, 300 us for pad8_cublas and ~216 us for
+# torch.compile max-autotune (benchmarks/baselines/).
 # This run: the family GPU tests (edge shapes, NN and TN, staged variants included), then the staged
 # variants beside the ldg loader on the 11 misaligned shapes of the default grid, with every baseline and
 # torch.compile.

@@ -120,3 +120,12 @@ def test_staged_tensor_maps_describe_padded_copies_in_the_workspace(monkeypatch)
     with pytest.raises(SpecError, match="only the inputs"):
         parse_spec("/*@launch\nentry: k\nblock: 1\ngrid: 1\ntensor_map: C, box=(8, 8), staged=1\n@*/")
     assert spec.tensor_maps[0].render() == "tensor_map: A, box=(128, 64), swizzle=128, staged=1"
+    # the harness zeroes the workspace after the staged copies only: the kernel overwrites them whole
+    from hgemm.params import workspace_to_zero
+
+    w.fill_(1.0)
+    workspace_to_zero(spec, Problem(5, 11, 13, 2), w).zero_()
+    assert bool((w[:1024].float() == 1.0).all()) and not w[1024:].any()  # two 1024-byte copies: 1024 fp16
+    plain = parse_spec("/*@launch\nentry: k\nblock: 1\ngrid: 1\nworkspace: 64\n@*/")
+    assert workspace_to_zero(plain, Problem(5, 11, 13), w).numel() == w.numel()
+    assert workspace_to_zero(plain, Problem(5, 11, 13), None) is None

@@ -514,7 +514,7 @@ __device__ __forceinline__ void stage_operands(const __half* A, const __half* B,
     atomicAdd(arrived, 1u);
     unsigned int seen = 0;
     while (true) {
-      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(seen) : "l"(arrived) : "memory");
+      asm volatile("ld.acquire.gpu.u32 %0, [%1];\n" : "=r"(seen) : "l"(arrived) : "memory");
       if (seen >= gridDim.x) break;
       __nanosleep(100);
     }

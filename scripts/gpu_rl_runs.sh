@@ -2,7 +2,7 @@
 # Three device calls on one warm nvidia-h200 (issue each within the machine's idle window, so
 # results/gpu-rl and work/gpu-rl from the one before are still there): configs/gpu-rl.yaml.
 #   bash scripts/gpu_rl_runs.sh 1    corpus, tokenizer, pretrain, rl_general (~520 s)
-#   bash scripts/gpu_rl_runs.sh 2    tune, rl_hgemm (~500 s: 310 s of training, four probes after it)
+#   bash scripts/gpu_rl_runs.sh 2    tune, rl_hgemm (~500 s: 280 s of training, four probes after it)
 #   bash scripts/gpu_rl_runs.sh 3    sample, bench, report (~120 s)
 #   bash scripts/gpu_rl_runs.sh pretrain   corpus, tokenizer, pretrain only (does the model write the format?)
 # Each call writes $OUT/snakemake_<phase>.log and packs results/gpu-rl (no weights) into $OUT/rl_<phase>.tgz.

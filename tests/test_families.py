@@ -527,9 +527,10 @@ def test_wgmma_all_variants_compile_clean(tmp_path):
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
 @pytest.mark.parametrize("layout", ["NN", "TN"])
 def test_wgmma_staged_copies_are_what_the_tensor_maps_describe(layout, tmp_path):
-    """loader: staged. The kernel's own staging helpers, compiled by nvcc for the host, copy A and B from
-    2-byte-aligned bases into padded rows at the offsets hgemm.params.staged_operands gives the
-    harness's descriptors; the pad is zero, and the spec's workspace holds both copies and the counter."""
+    """loader: staged. The kernel's own staging loop, compiled by nvcc for the host and run as grids of a
+    few threads, copies A and B from 2-byte-aligned bases into padded rows at the offsets
+    hgemm.params.staged_operands gives the harness's descriptors; the pad is zero, and the spec's
+    workspace holds both copies and the counter."""
     from hgemm.params import staged_operands
 
     p = dict(bm=128, bn=128, consumers=2, stages=4, group_m=8, loader="staged")
@@ -540,20 +541,19 @@ def test_wgmma_staged_copies_are_what_the_tensor_maps_describe(layout, tmp_path)
     prog.write_text("\n".join([
         "#include <cstdio>\n#include <cstdint>\n#include <vector>\n#include <cuda_runtime.h>\n#include <cuda_fp16.h>",
         helpers,
-        r"""// usage: staging ROWS COLS SHIFT IN OUT: copies IN's fp16 rows (from element SHIFT of a 16-byte
-// aligned buffer) the way stage_rows does, into OUT (staged_end bytes)
+        r"""// usage: staging ROWS COLS SHIFT THREADS IN OUT: copies IN's fp16 rows (from element SHIFT of a
+// 16-byte aligned buffer) the way a grid of THREADS threads runs stage_rows_from, into OUT
 int main(int argc, char** argv) {
-  const long long rows = atoll(argv[1]);
+  const long long rows = atoll(argv[1]), threads = atoll(argv[4]);
   const int cols = atoi(argv[2]), shift = atoi(argv[3]);
-  std::vector<uint4> in((rows * cols + shift + 15) / 8 + 2), out(staged_end(rows, cols) / 16);
-  FILE* f = fopen(argv[4], "rb");
+  std::vector<uint4> in((rows * cols + shift + 15) / 8 + 2);
+  std::vector<uint4> out(staged_end(rows, cols) / 16, make_uint4(~0u, ~0u, ~0u, ~0u));  // not zero: the pad is written
+  FILE* f = fopen(argv[5], "rb");
   if (fread(reinterpret_cast<uint16_t*>(in.data()) + shift, 2, rows * cols, f) != size_t(rows * cols)) return 1;
   fclose(f);
   const __half* a = reinterpret_cast<const __half*>(reinterpret_cast<uint16_t*>(in.data()) + shift);
-  const int chunks = (cols + 7) / 8;
-  for (long long r = 0; r < rows; ++r)
-    for (int c = 0; c < chunks; ++c) out[r * chunks + c] = staged_chunk(a, r, c, cols);
-  f = fopen(argv[5], "wb");
+  for (long long t = 0; t < threads; ++t) stage_rows_from(a, reinterpret_cast<__half*>(out.data()), rows, cols, t, threads);
+  f = fopen(argv[6], "wb");
   fwrite(out.data(), 16, out.size(), f);
   fclose(f);
   printf("%lld\n", staged_end(rows, cols));
@@ -571,11 +571,14 @@ int main(int argc, char** argv) {
         ends = []
         for s in staged:
             data = rng.integers(0, 1 << 16, size=s.batch * s.rows * s.cols, dtype=np.uint16)
-            for shift in (1, 3, 6):  # element offsets of the operand's base within a 16-byte block
+            # element offsets of the operand's base within a 16-byte block, and grids of a few threads
+            # (steps shorter and longer than a row, so the (row, chunk) carry is exercised)
+            for shift, threads in ((1, 5), (3, 13), (6, 1000)):
                 data.tofile(tmp_path / "in.bin")
-                end = int(subprocess.run([str(exe), str(s.batch * s.rows), str(s.cols), str(shift), str(tmp_path / "in.bin"),
-                                          str(tmp_path / "out.bin")], check=True, capture_output=True, text=True,
-                                         timeout=60).stdout)
+                (tmp_path / "out.bin").write_bytes(b"")
+                end = int(subprocess.run([str(exe), str(s.batch * s.rows), str(s.cols), str(shift), str(threads),
+                                          str(tmp_path / "in.bin"), str(tmp_path / "out.bin")], check=True,
+                                         capture_output=True, text=True, timeout=60).stdout)
                 got = np.fromfile(tmp_path / "out.bin", dtype=np.uint16)[:s.batch * s.rows * s.pitch]
                 want = np.zeros((s.batch * s.rows, s.pitch), np.uint16)
                 want[:, :s.cols] = data.reshape(-1, s.cols)

@@ -164,7 +164,8 @@ def spec_text(p: dict) -> str:
         "/*@launch",
         f"entry: {name(p)}",
         f"block: {nt}",
-        f"grid: min(num_sms, cdiv(M, {p['bm']}) * cdiv(N, {p['bn']}) * batch)",
+        # staged: every SM copies, whatever the number of tiles (CTAs without a tile only copy)
+        "grid: num_sms" if _staged(p) else f"grid: min(num_sms, cdiv(M, {p['bm']}) * cdiv(N, {p['bn']}) * batch)",
         f"smem: {_smem_bytes(p)}",
         f"workspace: {workspace}",
         "layouts: NN, TN",
@@ -449,46 +450,56 @@ __device__ __forceinline__ void sts128(uint32_t addr, const uint4& v) {
 // CTA per SM, so every CTA is resident.
 REALIGN16
 // Host-callable so tests can run it. (begin staging)
+#ifdef __CUDA_ARCH__
+#define STAGE_LOAD(p) __ldg(p)
+#else
+#define STAGE_LOAD(p) (*(p))
+#endif
+constexpr int STAGE_UNROLL = 4;  // chunks a thread loads before it realigns and stores any
+
 __host__ __device__ __forceinline__ long long staged_end(long long rows, int cols) {
   // bytes from a staged copy's start to the next one: rows x pitch fp16, rounded up to 1024 bytes
   const long long pitch = (cols + 7) & ~7;
   return (rows * pitch * 2 + 1023) & ~1023LL;
 }
-__host__ __device__ __forceinline__ uint4 staged_chunk(const __half* src, long long r, int c, int cols) {
-  // 16-byte chunk c of padded row r: elements [8c, 8c + 8) of source row r, the pad as zeros
-  const __half* s = src + r * cols + c * 8;  // never dereferenced itself
-  const int keep = cols - c * 8 < 8 ? cols - c * 8 : 8;
-  const uint32_t off = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(s) & 15);
-  const uint4* blk = reinterpret_cast<const uint4*>(reinterpret_cast<uintptr_t>(s) - off);
-  const int nblk = pair_blocks(off, keep);
-  uint4 lo = make_uint4(0u, 0u, 0u, 0u), hi = lo;
-  if (nblk > 0) lo = blk[0];
-  if (nblk > 1) hi = blk[1];
-  return realign16(lo, hi, off, keep);
-}
-// (end staging)
 
-constexpr int STAGE_UNROLL = 4;  // chunks a thread loads before it stores any: 4x the bytes in flight
-
-__device__ __forceinline__ void stage_rows(const __half* src, __half* dst, long long rows, int cols) {
-  const int chunks = (cols + 7) / 8;           // 16-byte chunks of a padded row
+// Chunks first, first + step, ... of a copy of `rows` rows of `cols` fp16 into rows padded to 16 bytes:
+// chunk i is elements [8c, 8c + 8) of row r (i = r * chunks + c), the pad stored as zeros. In groups of
+// STAGE_UNROLL, every load of a group is issued before the realignments that wait on them, and (r, c)
+// advance by a carry instead of a 64-bit division per chunk. The grid calls it with first = its thread
+// index and step = its thread count; a test calls it on the host.
+__host__ __device__ __forceinline__ void stage_rows_from(const __half* src, __half* dst, long long rows, int cols,
+                                                         long long first, long long step) {
+  const int chunks = (cols + 7) / 8;
   const long long total = rows * chunks;
-  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  const long long dr = step / chunks;
+  const int dc = static_cast<int>(step - dr * chunks);
+  long long r = first / chunks;
+  int c = static_cast<int>(first - r * chunks);
   uint4* out = reinterpret_cast<uint4*>(dst);  // padded rows are whole chunks: chunk i of the copy
-  for (long long i0 = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i0 < total;
-       i0 += STAGE_UNROLL * step) {
-    uint4 v[STAGE_UNROLL];
+  for (long long i0 = first; i0 < total; i0 += STAGE_UNROLL * step) {
+    uint4 lo[STAGE_UNROLL], hi[STAGE_UNROLL];
+    uint32_t off[STAGE_UNROLL];
+    int keep[STAGE_UNROLL];
 #pragma unroll
     for (int u = 0; u < STAGE_UNROLL; ++u) {
-      const long long i = i0 + u * step;
-      const long long r = i / chunks;
-      if (i < total) v[u] = staged_chunk(src, r, static_cast<int>(i - r * chunks), cols);
+      const __half* s = src + r * cols + c * 8;  // never dereferenced itself
+      keep[u] = i0 + u * step < total ? (cols - c * 8 < 8 ? cols - c * 8 : 8) : 0;
+      off[u] = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(s) & 15);
+      const uint4* blk = reinterpret_cast<const uint4*>(reinterpret_cast<uintptr_t>(s) - off[u]);
+      const int nblk = pair_blocks(off[u], keep[u]);
+      lo[u] = nblk > 0 ? STAGE_LOAD(blk) : make_uint4(0u, 0u, 0u, 0u);
+      hi[u] = nblk > 1 ? STAGE_LOAD(blk + 1) : make_uint4(0u, 0u, 0u, 0u);
+      r += dr;
+      c += dc;
+      if (c >= chunks) { c -= chunks; ++r; }
     }
 #pragma unroll
     for (int u = 0; u < STAGE_UNROLL; ++u)
-      if (i0 + u * step < total) out[i0 + u * step] = v[u];
+      if (i0 + u * step < total) out[i0 + u * step] = realign16(lo[u], hi[u], off[u], keep[u]);
   }
 }
+// (end staging)
 
 __device__ __forceinline__ void stage_operands(const __half* A, const __half* B, int M, int N, int K, int batch,
                                                void* workspace) {
@@ -502,20 +513,28 @@ __device__ __forceinline__ void stage_operands(const __half* A, const __half* B,
 #endif
   const long long a_rows = static_cast<long long>(batch) * M;
   const long long a_end = staged_end(a_rows, K);
-  stage_rows(A, reinterpret_cast<__half*>(ws), a_rows, K);
-  stage_rows(B, reinterpret_cast<__half*>(ws + a_end), b_rows, b_cols);
-  // The copies were written through the generic proxy and TMA reads them through the async proxy.
+  const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  stage_rows_from(A, reinterpret_cast<__half*>(ws), a_rows, K, first, step);
+  stage_rows_from(B, reinterpret_cast<__half*>(ws + a_end), b_rows, b_cols, first, step);
+  // The copies were written through the generic proxy and TMA reads them through the async proxy: a
+  // proxy fence in every writer, then bar.sync and thread 0's release (cumulative), its atomic, and the
+  // acquire and proxy fence of the thread that issues the TMA loads (thread 0 of every CTA).
   asm volatile("fence.proxy.async.global;\n" ::: "memory");
-  __threadfence();
   __syncthreads();
   unsigned int* arrived = reinterpret_cast<unsigned int*>(ws + a_end + staged_end(b_rows, b_cols));
   if (threadIdx.x == 0) {
     __threadfence();
     atomicAdd(arrived, 1u);
+    // A plain launch does not promise that every CTA runs at once: the harness runs nothing beside
+    // this kernel, so they do, but work on another stream could keep a CTA off its SM. Trap after
+    // ~1 s rather than hang, so such a launch fails as a crash.
+    const long long start = clock64();
     unsigned int seen = 0;
     while (true) {
       asm volatile("ld.acquire.gpu.u32 %0, [%1];\n" : "=r"(seen) : "l"(arrived) : "memory");
       if (seen >= gridDim.x) break;
+      if (clock64() - start > (1LL << 31)) __trap();
       __nanosleep(100);
     }
     asm volatile("fence.proxy.async.global;\n" ::: "memory");

@@ -48,22 +48,18 @@ def task_rows(config: dict, tokenizer, prompts: int) -> dict[str, list[dict]]:
 
 def hgemm_rows(config: dict, tokenizer, prompts: int) -> dict[str, list[dict]]:
     from stages.common import build_dataclass
-    from stages.rl_hgemm import ContextSettings, ShapeSettings, bucket_of, split_grid
+    from stages.rl_hgemm import ContextSettings, ShapeSettings, probe_problems, probe_row, split_grid
     from training.grpo import prompt_prefix
-    from training.probe import spread
     from training.prompts import format_problem_prompt
-    from training.rewards import problems_to_json
 
     shapes = build_dataclass(ShapeSettings, config.get("shapes") or {}, "rl_hgemm.shapes")
     arch = build_dataclass(ContextSettings, config.get("context") or {}, "rl_hgemm.context").prompt_arch
-    train, _ = split_grid(shapes)
-    problems = spread(sorted(train, key=lambda p: (bucket_of(p), p.key)), prompts)
+    problems = probe_problems(split_grid(shapes)[0], prompts)
     references = [Path(f).read_text() for f in sorted(glob.glob(REFERENCE_GLOB))]
     prefix = prompt_prefix(tokenizer)
 
     def row(p, context):
-        return {"prompt": prefix + format_problem_prompt(p, context=context, arch=arch),
-                "problems": problems_to_json([p]), "problem_key": p.key}
+        return probe_row(p, prefix + format_problem_prompt(p, context=context, arch=arch))
 
     return {"hgemm_bare": [row(p, None) for p in problems],
             "hgemm_context": [row(p, [(references[i % len(references)], None)]) for i, p in enumerate(problems)]}

@@ -73,8 +73,9 @@ class Library:
 def tma_compatible(cand: Candidate, problem: Problem) -> bool:
     """TMA needs every described operand's row pitch to be a multiple of 16 bytes (8 fp16); a staged
     operand is read from a padded copy, whose pitch always is."""
-    cols = {"A": problem.K, "B": problem.N if problem.layout == "NN" else problem.K, "C": problem.N}
-    return all(t.staged or cols[t.operand] % 8 == 0 for t in cand.spec.tensor_maps)
+    from .params import operand_shape
+
+    return all(t.staged or operand_shape(t.operand, problem)[2] % 8 == 0 for t in cand.spec.tensor_maps)
 
 
 _default: Library | None = None

@@ -205,12 +205,18 @@ class ContrastivePrompts:
         chosen = list(dict.fromkeys([ranked[0], *picks]))
         return sorted(chosen, key=lambda ts: ts[1])
 
+    def bare(self, problem: Problem) -> str:
+        """The prompt without context."""
+        from training.prompts import format_problem_prompt
+
+        return self.prefix + format_problem_prompt(problem, arch=self.s.prompt_arch)
+
     def prompt(self, problem: Problem) -> tuple[str, int]:
         """The prompt text and how many context examples it kept."""
         from training.grpo import prompt_tokens
         from training.prompts import format_problem_prompt
 
-        bare = prompt_tokens(self.tokenizer, self.prefix + format_problem_prompt(problem, arch=self.s.prompt_arch))
+        bare = prompt_tokens(self.tokenizer, self.bare(problem))
         context = self.examples(problem, budget=self.max_prompt_length - bare)
         while True:
             text = self.prefix + format_problem_prompt(problem, context=context or None, arch=self.s.prompt_arch)
@@ -219,7 +225,6 @@ class ContrastivePrompts:
             context = context[1:]  # drop the weakest first
 
     def __call__(self, batch: dict) -> dict:
-        from training.prompts import format_problem_prompt
         from training.rewards import problems_from_json
 
         batch = dict(batch)
@@ -229,12 +234,26 @@ class ContrastivePrompts:
             if self._share_draw.random() < self.s.share:
                 text, n = self.prompt(problem)
             else:
-                text, n = self.prefix + format_problem_prompt(problem, arch=self.s.prompt_arch), 0
+                text, n = self.bare(problem), 0
             prompts.append(text)
             kept.append(n)
         batch["prompt"] = prompts
         batch["context_examples"] = kept
         return batch
+
+
+def probe_problems(train: list[Problem], n: int) -> list[Problem]:
+    """The probe's fixed problems: n spread over the training shapes, bucket by bucket."""
+    from training.probe import spread
+
+    return spread(sorted(train, key=lambda p: (bucket_of(p), p.key)), n)
+
+
+def probe_row(problem: Problem, prompt: str) -> dict:
+    """A probe row (training.probe.probe_model): the prompt, judged on the problem's own shape."""
+    from training.rewards import problems_to_json
+
+    return {"prompt": prompt, "problems": problems_to_json([problem]), "problem_key": problem.key}
 
 
 def build_dataset(train: list[Problem], shape_settings: ShapeSettings):
@@ -301,12 +320,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, out_dir: str) -> dict:
 
-    from training.grpo import (GRPOSettings, JudgeSettings, finish_stage, load_policy, prompt_prefix, resume_key,
-                               train_and_save)
+    from training.grpo import GRPOSettings, JudgeSettings, finish_stage, load_policy, resume_key, train_and_save
     from training.kerneldb import KernelDB
-    from training.probe import ProbeSettings, probe_model, probe_summary, spread
-    from training.prompts import format_problem_prompt
-    from training.rewards import RewardSettings, problems_to_json
+    from training.probe import ProbeSettings, probe_model, probe_summary
+    from training.rewards import RewardSettings
 
     wall_start = time.perf_counter()
     sections = {"shapes", "context", "judge", "reward", "grpo", "probe"}
@@ -346,20 +363,14 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
     # prompts: each probe problem bare, and again with the contrastive context the final database gives
     # it, the kind of prompt training saw once the database had kernels. Session 5's model did well on
     # bare prompts and wrote word salad on those. Each probe problem is judged on its own shape.
-    probe_problems = spread(sorted(train, key=lambda p: (bucket_of(p), p.key)), probe_cfg.prompts)
-
-    def probe_row(p: Problem, text: str) -> dict:
-        return {"prompt": text, "problems": problems_to_json([p]), "problem_key": p.key}
-
-    bare_rows = [probe_row(p, prompt_prefix(tokenizer) + format_problem_prompt(p, arch=context_cfg.prompt_arch))
-                 for p in probe_problems]
-    in_context = {p.key: prompts.prompt(p) for p in (probe_problems if probe_cfg.context else [])}
-    context_rows = [probe_row(p, in_context[p.key][0]) for p in probe_problems
-                    if p.key in in_context and in_context[p.key][1]]
+    probed = probe_problems(train, probe_cfg.prompts)
+    bare_rows = [probe_row(p, prompts.bare(p)) for p in probed]
+    in_context = {p.key: prompts.prompt(p) for p in (probed if probe_cfg.context else [])}
+    context_rows = [probe_row(p, in_context[p.key][0]) for p in probed if p.key in in_context and in_context[p.key][1]]
 
     def probe(rows: list[dict]) -> dict:
         if not rows:
-            return {"prompts": 0, "note": "probe.prompts is 0" if not probe_problems else
+            return {"prompts": 0, "note": "probe.prompts is 0" if not probed else
                     "probe.context is off" if not probe_cfg.context else "no probe problem had context examples"}
         before, after = (probe_model(path, rows, judge_cfg.make_judge, probe_cfg, grpo_cfg.max_completion_length)
                          for path in (model_dir, str(out)))

@@ -4,9 +4,10 @@
 # (kernels_corpus/families/wgmma.py, loader: staged). Expected at 4095^3, from session 5's figures:
 # copy ~45 us (134 MB moved; the harness does not memset the staged copies) + the TMA kernel at 4096^3
 # (~200 us) = ~250 us, against 754 us for the best ldg loader, 300 us for pad8_cublas and ~216 us for
-# torch.compile max-autotune (benchmarks/baselines/).
-# This run: the family GPU tests (edge shapes, NN and TN, staged variants included), then the staged
-# variants beside the ldg loader on the misaligned shapes, with every baseline (~300 s).
+# torch.compile max-autotune (benchmarks/baselines/). Measured in session 6: 280 us
+# (benchmarks/ldg_loader/session6_staged/), and the staged variants replaced the ldg loader's.
+# This run: the family GPU tests (edge shapes, NN and TN, staged and ldg loaders included), then the
+# staged variants beside the ldg loader's best on the misaligned shapes, with every baseline (~180 s).
 # Usage (GPU machine, repo root): bash scripts/gpu_staged.sh
 source scripts/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
@@ -16,10 +17,8 @@ mkdir -p /tmp/staged_kernels
 python3 - /tmp/staged_kernels <<'PY'
 import sys
 from kernels_corpus.families import wgmma
-ldg = [p for p in wgmma.variants() if p.get("loader") == "ldg"]
-staged = [dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=8, loader="staged")
-          for bm, bn, c, st in [(128, 256, 2, 4), (256, 128, 2, 4), (128, 128, 2, 6)]]
-for p in ldg + staged:
+staged = [p for p in wgmma.variants() if p.get("loader") == "staged"]
+for p in [wgmma.LDG_BEST, *staged]:
     open(f"{sys.argv[1]}/{wgmma.name(p)}.cu", "w").write(wgmma.render(p))
 PY
 # the 11 misaligned default-grid shapes against every baseline but torch.compile (minutes of autotuning

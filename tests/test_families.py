@@ -477,20 +477,22 @@ def test_wgmma_accumulator_mapping_is_a_bijection():
 
 
 def test_wgmma_spec_and_applicability():
-    for p in wgmma.variants():
+    for p in [*wgmma.variants(), wgmma.LDG_BEST]:
         spec = parse_candidate(wgmma.render(p)).spec
         assert spec.layouts == ("NN", "TN")
         if p.get("loader") == "ldg":  # no tensor maps: 2 producer warpgroups load with ld.global
             assert not spec.tensor_maps
             assert spec.block[0] == 128 * (2 + p["consumers"]) and "_ldgb" in wgmma.name(p)
         else:
-            assert [(t.operand, t.box, t.swizzle) for t in spec.tensor_maps] == [
-                ("A", (p["bm"], 64), 128), ("B", (64, 64), 128)]
+            staged = p.get("loader") == "staged"  # TMA from padded copies in the workspace
+            assert [(t.operand, t.box, t.swizzle, t.staged) for t in spec.tensor_maps] == [
+                ("A", (p["bm"], 64), 128, staged), ("B", (64, 64), 128, staged)]
             assert spec.block[0] == 128 * (1 + p["consumers"])
         grid, _, smem, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=132))
         assert grid == (132, 1, 1) and smem <= 227 * 1024
         grid, _, _, _ = spec.launch_dims(dict(M=100, N=64, K=8, batch=1, num_sms=132))
-        assert grid == (1, 1, 1)
+        # a staged grid is every SM, tiles or not: each CTA copies its share before the barrier
+        assert grid == ((132, 1, 1) if p.get("loader") == "staged" else (1, 1, 1))
     big = dict(bm=128, bn=256, consumers=2, stages=4, group_m=8)
     assert wgmma.applicable(big, Problem(4096, 4096, 4096))
     assert wgmma.applicable(big, Problem(4096, 4096, 4096, layout="TN"))
@@ -500,13 +502,15 @@ def test_wgmma_spec_and_applicability():
     assert wgmma.applicable(big, Problem(4095, 4096, 4096))          # an odd M is only a ragged edge
     assert not wgmma.applicable(big, Problem(1, 4096, 4096))         # skinny: not this family
     assert not wgmma.applicable(big, Problem(256, 256, 256))         # too few tiles for 128x256
-    ldg = next(p for p in wgmma.variants() if p.get("loader") == "ldg")
-    assert wgmma.applicable(ldg, Problem(4096, 4096, 4095))          # exactly the shapes TMA refuses
-    assert wgmma.applicable(ldg, Problem(4095, 4095, 4095))
-    assert wgmma.applicable(ldg, Problem(4096, 4095, 4096))
-    assert not wgmma.applicable(ldg, Problem(4096, 4096, 4096))      # TMA is legal: its loader is faster
-    assert not wgmma.applicable(ldg, Problem(4096, 4095, 4096, layout="TN"))
-    assert not wgmma.applicable(ldg, Problem(16, 4096, 4095))        # skinny
+    staged = [p for p in wgmma.variants() if p.get("loader") == "staged"]
+    assert staged and not any(p.get("loader") == "ldg" for p in wgmma.variants())
+    for fed in [*staged, wgmma.LDG_BEST]:
+        assert wgmma.applicable(fed, Problem(4096, 4096, 4095))          # exactly the shapes TMA refuses
+        assert wgmma.applicable(fed, Problem(4095, 4095, 4095))
+        assert wgmma.applicable(fed, Problem(4096, 4095, 4096))
+        assert not wgmma.applicable(fed, Problem(4096, 4096, 4096))      # TMA is legal: the plain kernel
+        assert not wgmma.applicable(fed, Problem(4096, 4095, 4096, layout="TN"))
+        assert not wgmma.applicable(fed, Problem(16, 4096, 4095))        # skinny
 
 
 @pytest.mark.slow

@@ -26,19 +26,16 @@ def sample(n_per_family: int, seed: int = 0) -> list[tuple[str, str]]:
     for fam in FAMILIES:
         params = fam.variants()
         # always include split-K variants (their reduction is the easiest part to get wrong) and the
-        # ldg-loader variants (they realign every row in registers)
+        # loaders that realign or copy rows for the pitches TMA refuses (ldg, staged)
         split = [p for p in params if p.get("split_k", 1) > 1]
-        ldg = [p for p in params if p.get("loader") == "ldg"]
+        fed = [p for p in params if p.get("loader") in ("ldg", "staged")]
         chosen = rng.sample(params, min(n_per_family, len(params))) + split[:2]
-        chosen += [p for p in ldg if p not in chosen]
-        # and the loader options that lost to what variants() now uses (benchmarks/ldg_loader/session5/),
-        # still renderable: the wgmma ldg loader's shuffle realignment at 4 segments in flight, and
-        # mma.sync's element loads for misaligned rows
-        chosen += [dict(p, realign="shfl", ldg_batch=4) for p in ldg[:1]]
-        # and the staged loader (TMA from padded copies in the workspace), not yet in variants(): every
-        # shape must verify, the ones TMA refuses included
+        chosen += [p for p in fed if p not in chosen]
+        # and the loader options that lost to what variants() now uses, still renderable: the wgmma ldg
+        # loader (benchmarks/ldg_loader/session6_staged/) at its best and with shuffle realignment at 4
+        # segments in flight, and mma.sync's element loads for misaligned rows (session5/)
         if fam.__name__.endswith(".wgmma"):
-            chosen += [dict(p, loader="staged") for p in params if p.get("loader") is None][:2]
+            chosen += [fam.LDG_BEST, dict(fam.LDG_BEST, realign="shfl", ldg_batch=4)]
         if fam.__name__.endswith(".mma_sync"):
             chosen += [dict(p, misaligned_loads="elem") for p in chosen[:2]]
         picked += [(fam.name(p), fam.render(p)) for p in chosen]

@@ -28,13 +28,12 @@ def test_paths_of_the_reference_and_family_kernels(tmp_path):
     assert naive["path"] == "no tensor-core MMA (CUDA cores)" and naive["counts"].get("FFMA")
     mma = _profile((ROOT / "kernels_corpus/reference/mma_sync.cu").read_text(), tmp_path)
     assert mma["path"] == "HMMA (mma.sync)" and mma["counts"]["HMMA"] > 0 and "HGMMA" not in mma["counts"]
-    tma = next(p for p in wgmma.variants() if p.get("loader") != "ldg")
+    tma = next(p for p in wgmma.variants() if p.get("loader") is None)
     hopper = _profile(wgmma.render(tma), tmp_path, "TN")
     assert hopper["path"] == "HGMMA (wgmma)" and hopper["counts"]["UTMALDG"] > 0
     assert not hopper["counts"].get("LDL") and not hopper["counts"].get("STL")  # no spills
     # the ldg loader: wgmma fed by plain 16-byte global loads and shared stores, no TMA, no spills
-    ldg = next(p for p in wgmma.variants() if p.get("loader") == "ldg")
-    fed = _profile(wgmma.render(ldg), tmp_path, "NN")
+    fed = _profile(wgmma.render(wgmma.LDG_BEST), tmp_path, "NN")
     assert fed["path"] == "HGMMA (wgmma)" and not fed["counts"].get("UTMALDG")
     assert fed["counts"].get("LDG") and fed["counts"].get("STS")
     assert not fed["counts"].get("LDL") and not fed["counts"].get("STL")

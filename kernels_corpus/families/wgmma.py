@@ -56,22 +56,20 @@ TILES = [
 ]
 STAGES = (3, 4, 5, 6)
 GROUP_M = (8,)
-# The ldg loader only where TMA cannot go; its producers need the registers that a 128x256 tile's
-# consumers would take, so one tile shape: 128x128 with 2 consumer warpgroups (64 accumulators each).
-LDG_TILES = [(128, 128, 2)]
-# Session 5 (benchmarks/ldg_loader/session5/): 6 stages with pair gave the same time as 4 (990 vs 999 us
-# at 4095^3), so 4.
-LDG_STAGES = (4,)
+# The ldg loader (2 producer warpgroups load with ld.global and realign rows in registers) was the
+# answer for the pitches TMA refuses until session 6; it is kept renderable, and in the GPU tests, as
+# LDG_BEST, its best options: one tile shape, since its producers need the registers a 128x256 tile's
+# consumers would take; 4 stages (6 gave the same time, 990 vs 999 us at 4095^3, session 5); 8 row
+# segments in flight a lane (1.33x 4 with the lean walk: 754 vs 1000 us; 126-128 registers, no spills);
+# and "pair" realignment, every lane loading the block after its own (1000 us at b4, against 1110 for
+# shuffles from the next lane and 1484 for the first per-chunk-decode loader).
+LDG_BEST = dict(bm=128, bn=128, consumers=2, stages=4, group_m=8, loader="ldg", ldg_batch=8, realign="pair")
 LDG_PRODUCERS = 2
-# Row segments each producer lane has in flight at once (of the 8 it loads per stage). Session 4 measured
-# 2, 4 and 8 with the first loader (benchmarks/ldg_loader/): time barely moved with the number of round
-# trips, so that loader was bound by its instructions. With the leaner walk and pair realignment,
-# session 5 measured 8 at 1.33x 4 (4095^3: 754 against 1000 us; 126-128 registers, no spills).
-LDG_BATCHES = (8,)
-# How a lane gets the block after its own: "shfl" from lane c + 1 (4 shuffles; lane 7 loads it), or
-# "pair", every lane loads it (a second LDG, mostly an L1 hit). Session 5, b4 at 4095^3: pair 1000 us,
-# shfl 1110 (and the first per-chunk-decode loader 1484).
-LDG_REALIGNS = ("pair",)
+# The staged loader (TMA from padded copies of A and B that the grid makes in its workspace) replaced
+# the ldg loader in variants(): session 6 (benchmarks/ldg_loader/session6_staged/) timed it at 0.85x the
+# strongest baseline in geomean over the 11 misaligned default-grid shapes, against 0.41x for ldg b8 pair,
+# faster on every one. 128x256 and 256x128 win from 2047^3 up; 128x128 with 6 stages on 1023^3 and 1025^3.
+STAGED = [(128, 256, 2, 4), (256, 128, 2, 4), (128, 128, 2, 6)]  # (BM, BN, CONSUMERS, STAGES)
 
 
 def _stage_bytes(p: dict) -> int:
@@ -96,8 +94,8 @@ def _valid(p: dict) -> bool:
 
 def variants() -> list[dict]:
     out = []
-    for (bm, bn, c), st, g, lb, ra in itertools.product(LDG_TILES, LDG_STAGES, GROUP_M, LDG_BATCHES, LDG_REALIGNS):
-        p = dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=g, loader="ldg", ldg_batch=lb, realign=ra)
+    for (bm, bn, c, st), g in itertools.product(STAGED, GROUP_M):
+        p = dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=g, loader="staged")
         if _valid(p):
             out.append(p)
     for (bm, bn, c), st, g in itertools.product(TILES, STAGES, GROUP_M):
@@ -118,7 +116,8 @@ def _ldg(p: dict) -> bool:
 
 def _staged(p: dict) -> bool:
     # TMA from padded copies the kernel makes in its workspace (loader: staged), for the pitches TMA
-    # refuses. Not in variants() until timed on the GPU.
+    # refuses. Its grid waits at a barrier for every CTA's copies, so all num_sms CTAs must be resident
+    # at once: one CTA an SM, on a GPU no other kernel holds (a grid that cannot be traps after ~1 s).
     return p.get("loader", "tma") == "staged"
 
 

@@ -13,7 +13,7 @@ def with_spec(spec_body: str, entry: str = "k") -> str:
 
 
 def test_reference_kernels_parse():
-    for name in ("naive", "smem_tiled", "mma_sync"):
+    for name in ("naive", "smem_tiled", "mma_sync", "mma_pipelined"):
         cand = parse_candidate(read_kernel(f"kernels_corpus/reference/{name}.cu"))
         assert cand.spec.layouts == ("NN", "TN")
         assert len(cand.sha) == 16

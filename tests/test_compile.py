@@ -25,7 +25,7 @@ def test_ptxas_report_parsing():
 
 
 @needs_nvcc
-@pytest.mark.parametrize("name", ["naive", "smem_tiled", "mma_sync"])
+@pytest.mark.parametrize("name", ["naive", "smem_tiled", "mma_sync", "mma_pipelined"])
 def test_reference_kernels_compile_both_layouts(name, tmp_path):
     cand = parse_candidate((ROOT / f"kernels_corpus/reference/{name}.cu").read_text())
     for layout in ("NN", "TN"):

@@ -11,7 +11,7 @@ from hgemm.problem import Problem, load_grid
 
 pytestmark = pytest.mark.gpu
 
-HONEST = ("naive", "smem_tiled", "mma_sync")
+HONEST = ("naive", "smem_tiled", "mma_sync", "mma_pipelined")
 # Each adversarial kernel and the classes that count as caught.
 ADVERSARIAL = {
     "wrong_result": {"wrong"},

@@ -28,6 +28,12 @@ def test_paths_of_the_reference_and_family_kernels(tmp_path):
     assert naive["path"] == "no tensor-core MMA (CUDA cores)" and naive["counts"].get("FFMA")
     mma = _profile((ROOT / "kernels_corpus/reference/mma_sync.cu").read_text(), tmp_path)
     assert mma["path"] == "HMMA (mma.sync)" and mma["counts"]["HMMA"] > 0 and "HGMMA" not in mma["counts"]
+    # the pipelined reference: cp.async (LDGSTS) into shared memory, ldmatrix (LDSM) out of it, no spills
+    for layout in ("NN", "TN"):
+        piped = _profile((ROOT / "kernels_corpus/reference/mma_pipelined.cu").read_text(), tmp_path, layout)
+        assert piped["path"] == "HMMA (mma.sync)" and piped["counts"]["HMMA"] >= 32
+        assert piped["counts"].get("LDGSTS") and piped["counts"].get("LDSM")
+        assert not piped["counts"].get("LDL") and not piped["counts"].get("STL")
     tma = next(p for p in wgmma.variants() if p.get("loader") is None)
     hopper = _profile(wgmma.render(tma), tmp_path, "TN")
     assert hopper["path"] == "HGMMA (wgmma)" and hopper["counts"]["UTMALDG"] > 0

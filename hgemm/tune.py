@@ -6,8 +6,14 @@ report (a variant that fails to compile or spills is dropped). The survivors of 
 verified and timed together with the baselines (one interleaved run), so every winner is measured
 against the strongest baseline in the same run.
 
-Output folder: table.json (the dispatch table), kernels/<name>.cu (the winners), bench.json (the raw
-evaluation in `hgemm bench` format), summary.md, goals.md (against issue 3's targets).
+Output folder: table.json (the dispatch table), kernels/<name>.cu (the winners and the reference
+kernels), bench.json (the raw evaluation in `hgemm bench` format), summary.md, goals.md (against issue
+3's targets).
+
+The tensor-core reference kernels (REFERENCES) are timed on every shape too. They are the generic
+fallback, and the kernels a small model writes whole: rl_hgemm shows them, with their measured speedup,
+as context where the tuned winner (5-12k tokens) does not fit a prompt. Each table entry lists their
+speedups under "references".
 """
 
 from __future__ import annotations
@@ -19,7 +25,10 @@ from .entry import EvalOptions
 from .problem import Problem
 
 NUM_SMS = 132  # H200; the estimate only ranks variants, the GPU decides
-REFERENCE_FALLBACK = "kernels_corpus/reference/mma_sync.cu"
+REFERENCE_FALLBACK = "reference_mma_sync"
+# kernels_corpus/reference/<stem>.cu timed on every shape as reference_<stem>; naive and smem_tiled are
+# left out, as they take seconds a launch at 16384^3 and are never close
+REFERENCES = ("mma_sync", "mma_pipelined")
 DEFAULT_TILES = 5  # distinct tile shapes per family and problem
 
 
@@ -86,24 +95,24 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
     out_dir = Path(out_dir)
     (out_dir / "kernels").mkdir(parents=True, exist_ok=True)
     root = Path(__file__).resolve().parent.parent
-    fallback_text = (root / REFERENCE_FALLBACK).read_text()
+    references = {f"reference_{stem}": (root / "kernels_corpus/reference" / f"{stem}.cu").read_text()
+                  for stem in REFERENCES}
     # one bench over the union of shortlists: each problem's job carries only its own shortlist
     per_problem = {p: shortlist(p, tiles_per_family) for p in problems}
-    union = {name: text for lst in per_problem.values() for name, text in lst}
-    union["reference_mma_sync"] = fallback_text
+    union = {name: text for lst in per_problem.values() for name, text in lst} | references
     # prune by the resource report before any GPU time (compiles are cached, so run_bench reuses them)
     layouts = tuple(sorted({p.layout for p in problems}))
     named = sorted(union.items())
     infos = {name: info for (name, _), (_, info) in zip(named, compile_all(named, layouts, arch, sass=True))}
     pruned = {name for name, info in infos.items() if not resources_ok(info)}
-    wanted = {p: ({n for n, _ in per_problem[p]} | {"reference_mma_sync"}) - pruned for p in problems}
+    wanted = {p: ({n for n, _ in per_problem[p]} | set(references)) - pruned for p in problems}
     results = run_bench(sorted(union.items()), problems, options or EvalOptions(), arch, progress,
                         select=lambda problem, name: name in wanted[problem])
     results["grid"] = "tune shortlist"
     results["pruned_by_resources"] = sorted(pruned)
-    table = {"arch": results["arch"], "gpu_run": results["gpu_run"], "entries": {}, "fallback": "reference_mma_sync",
+    table = {"arch": results["arch"], "gpu_run": results["gpu_run"], "entries": {}, "fallback": REFERENCE_FALLBACK,
              "env": results["env"]}
-    used = {"reference_mma_sync"}
+    used = set(references)
     for pr in results["problems"]:
         problem = Problem.from_dict(pr["problem"])
         ok = [(n, r) for n, r in pr["candidates"].items() if r.get("status") == "ok" and r.get("time_us")]
@@ -114,7 +123,8 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
                                          "speedup_vs_best": r.get("speedup_vs_best"),
                                          "speedup_vs_cublas": r.get("speedup_vs_cublas"),
                                          "best_baseline": pr.get("best_baseline"),
-                                         "shape_class": problem.shape_class}
+                                         "shape_class": problem.shape_class,
+                                         "references": {n: r.get("speedup_vs_best") for n, r in ok if n in references}}
         used.add(name)
     for name in used:
         (out_dir / "kernels" / f"{name}.cu").write_text(union[name])

@@ -10,7 +10,9 @@ grouped into buckets by shape class, layout and size (log2 of the cube root of M
 
 Prompts. One training shape per prompt, with contrastive context as in CUDA-L1: the best kernel and a
 few weaker ones for the nearest shapes, from the kernel database (this run's verified kernels) and the
-seed library in --library, each shown with its measured speedup over the strongest baseline. The
+seed library in --library (its tuned winners and the reference kernels the tune timed), each shown
+with its measured speedup over the strongest baseline. Only kernels that fit the prompt are chosen
+among, so in practice the library contributes its reference kernels. The
 context is rebuilt whenever a prompt is drawn, so it improves as training finds faster kernels; it is
 trimmed (weakest first) to fit grpo.max_prompt_length.
 
@@ -124,9 +126,11 @@ def reward_shapes(problem: Problem, bucket: list[Problem], n: int) -> list[Probl
 
 # ------------------------------------------------------------------------------ contrastive context
 
-def load_library(folder: str | Path | None) -> dict[str, tuple[str, float]]:
-    """problem_key -> (kernel text, speedup_vs_best) from a seed library folder (table.json +
-    kernels/<name>.cu). Missing folder, table or kernel files: those entries are simply absent."""
+def load_library(folder: str | Path | None) -> dict[str, list[tuple[str, float]]]:
+    """problem_key -> [(kernel text, speedup_vs_best), ...], fastest first: the tuned winner and the
+    reference kernels the tune timed on that shape (table.json `references`), from a seed library folder
+    (table.json + kernels/<name>.cu). Missing folder, table or kernel files: those entries are simply
+    absent. The references matter for context: a winner runs to 5-12k tokens and never fits a prompt."""
     if not folder:
         return {}
     folder = Path(folder)
@@ -136,10 +140,14 @@ def load_library(folder: str | Path | None) -> dict[str, tuple[str, float]]:
     table = json.loads(table_path.read_text())
     out = {}
     for key, entry in (table.get("entries") or {}).items():
-        path = folder / "kernels" / f"{entry.get('kernel')}.cu"
-        speedup = entry.get("speedup_vs_best")
-        if path.is_file() and isinstance(speedup, (int, float)) and speedup > 0:
-            out[key] = (path.read_text(), float(speedup))
+        measured = {entry.get("kernel"): entry.get("speedup_vs_best")} | (entry.get("references") or {})
+        kernels = []
+        for name, speedup in measured.items():
+            path = folder / "kernels" / f"{name}.cu"
+            if path.is_file() and isinstance(speedup, (int, float)) and speedup > 0:
+                kernels.append((path.read_text(), float(speedup)))
+        if kernels:
+            out[key] = sorted(kernels, key=lambda ts: -ts[1])
     return out
 
 
@@ -151,7 +159,7 @@ class ContrastivePrompts:
     """Builds each prompt when it is drawn: the problem plus the best and some weaker kernels for
     nearby shapes. Used as a datasets transform, so the DB's newest kernels reach the next prompts."""
 
-    def __init__(self, db, library: dict[str, tuple[str, float]], heldout: set[str], settings: ContextSettings,
+    def __init__(self, db, library: dict[str, list[tuple[str, float]]], heldout: set[str], settings: ContextSettings,
                  tokenizer, max_prompt_length: int):
         from training.grpo import prompt_prefix
 
@@ -194,7 +202,8 @@ class ContrastivePrompts:
         if self.s.use_library and self.library:
             near = sorted((d, k) for k in self.library if (d := shape_distance(problem, k)) is not None)
             for _, key in near[: self.s.nearby_shapes]:
-                add(*self.library[key])
+                for text, speedup in self.library[key]:
+                    add(text, speedup)
         ranked = sorted(pool.values(), key=lambda ts: -ts[1])
         if not ranked or self.s.examples < 1:
             return []
@@ -283,13 +292,13 @@ def write_best_kernels(db, train: list[Problem], library: dict, folder: Path) ->
         if not row:
             continue
         (folder / f"{p.key}.cu").write_text(row["text"])
-        lib = library.get(p.key)
+        lib = library[p.key][0][1] if p.key in library else None  # the library's fastest on this shape
         entry = {"sha": row["sha"], "speedup_vs_best": row["speedup_vs_best"],
                  "speedup_vs_cublas": row["speedup_vs_cublas"], "time_us": row["time_us"],
-                 "library_speedup_vs_best": lib[1] if lib else None}
+                 "library_speedup_vs_best": lib}
         if lib:
             compared += 1
-            beats += row["speedup_vs_best"] > lib[1]
+            beats += row["speedup_vs_best"] > lib
         index[p.key] = entry
     write_json(folder / "index.json", index)
     speedups = [e["speedup_vs_best"] for e in index.values()]

@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import yaml
 
 from hgemm.problem import Problem, load_grid
 from stages import rl_general, rl_hgemm
@@ -97,24 +98,33 @@ def test_buckets_split_by_class_layout_and_size():
 
 # ---- contrastive prompts ---------------------------------------------------------------------------
 
-def _library(folder: Path, entries: dict[str, tuple[str, str, float]]) -> Path:
+def _library(folder: Path, entries: dict[str, tuple[str, str, float]],
+             references: dict[str, tuple[str, float]] | None = None) -> Path:
+    """A tune output folder: per key its winner (name, text, speedup), and the same reference kernels
+    (name -> (text, speedup)) timed on every key, as hgemm.tune writes them."""
     (folder / "kernels").mkdir(parents=True)
     table = {"entries": {}, "fallback": "naive"}
+    for name, (text, _) in (references or {}).items():
+        (folder / "kernels" / f"{name}.cu").write_text(text)
     for key, (name, text, speedup) in entries.items():
         (folder / "kernels" / f"{name}.cu").write_text(text)
-        table["entries"][key] = {"kernel": name, "time_us": 10.0, "speedup_vs_best": speedup}
+        table["entries"][key] = {"kernel": name, "time_us": 10.0, "speedup_vs_best": speedup,
+                                 "references": {n: s for n, (_, s) in (references or {}).items()}}
     (folder / "table.json").write_text(json.dumps(table))
     return folder
 
 
 def test_library_may_be_missing_or_partial(tmp_path):
     assert load_library(None) == {} and load_library(tmp_path / "absent") == {}
-    lib = _library(tmp_path / "lib", {"b1_m64_n64_k64_NN": ("a", "A()", 0.9)})
+    lib = _library(tmp_path / "lib", {"b1_m64_n64_k64_NN": ("a", "A()", 0.9)},
+                   references={"reference_slow": ("S()", 0.1), "reference_fast": ("F()", 0.4)})
     json.loads((lib / "table.json").read_text())
     table = json.loads((lib / "table.json").read_text())
     table["entries"]["b1_m8_n8_k8_NN"] = {"kernel": "missing_file", "speedup_vs_best": 1.0}
+    table["entries"]["b1_m64_n64_k64_NN"]["references"]["reference_gone"] = 2.0  # its file is missing
+    table["entries"]["b1_m64_n64_k64_NN"]["references"]["reference_untimed"] = None
     (lib / "table.json").write_text(json.dumps(table))
-    assert load_library(lib) == {"b1_m64_n64_k64_NN": ("A()", 0.9)}
+    assert load_library(lib) == {"b1_m64_n64_k64_NN": [("A()", 0.9), ("F()", 0.4), ("S()", 0.1)]}
 
 
 def test_contrastive_prompt_shows_best_and_weaker_kernels_never_heldout(tmp_path, tiny_model_dir):
@@ -148,6 +158,14 @@ def test_contrastive_prompt_shows_best_and_weaker_kernels_never_heldout(tmp_path
     roomy = ContrastivePrompts(db, long_lib, {held.key}, ContextSettings(examples=3, nearby_shapes=4), tok, bare + 300)
     text, kept = roomy.prompt(target)
     assert "kernel_too_long" not in text and kept == 3 and "kernel_best_db()" in text
+    # ... while a short reference kernel the tune timed on that shape is shown, with its speedup
+    with_ref = load_library(_library(tmp_path / "lib_ref", {
+        Problem(128, 256, 256).key: ("lib_long", "kernel_too_long() " + "x = x + 1; " * 400, 3.0)},
+        references={"reference_short": ("kernel_reference_short()", 2.5)}))
+    text, kept = ContrastivePrompts(db, with_ref, {held.key}, ContextSettings(examples=3, nearby_shapes=4), tok,
+                                    bare + 300).prompt(target)
+    assert "kernel_too_long" not in text and kept == 3 and "2.50x" in text
+    assert text.rindex("kernel_reference_short()") > text.rindex("kernel_best_db()")  # the best, last
     # the datasets transform fills the prompt column from the problem column
     from training.rewards import problems_to_json
 
@@ -183,8 +201,10 @@ def test_configs_are_valid(name, stage):
         train, heldout = split_grid(build_dataclass(ShapeSettings, cfg["shapes"], "shapes"), ROOT)
         build_dataclass(ContextSettings, cfg["context"], "context")
         assert train and heldout
-    if not name.endswith("smoke"):
-        assert grpo.bf16 in ("auto", True) and grpo.max_prompt_length + grpo.max_completion_length <= 2048
+    if not name.endswith("smoke"):  # prompt and completion within the positions the pretrained model has
+        positions = yaml.safe_load((ROOT / "configs/default.yaml").read_text())["pretrain"]["model"][
+            "max_position_embeddings"]
+        assert grpo.bf16 in ("auto", True) and grpo.max_prompt_length + grpo.max_completion_length <= positions
 
 
 # ---- end to end on CPU ------------------------------------------------------------------------------
@@ -288,7 +308,7 @@ def test_dataset_rows_hold_only_training_shapes_and_best_kernels_are_written(tmp
     a, b = train[0], train[1]
     db.record("rl_hgemm", 1, a.key, a.shape_class, "fast()", {"status": "ok", "speedup_vs_best": 1.5, "time_us": 2.0}, 0.4, "policy")
     db.record("rl_hgemm", 1, b.key, b.shape_class, "slow()", {"status": "ok", "speedup_vs_best": 0.5, "time_us": 9.0}, -0.7, "policy")
-    library = {a.key: ("lib()", 1.2), b.key: ("lib()", 0.9)}
+    library = {a.key: [("lib()", 1.2), ("ref()", 0.3)], b.key: [("lib()", 0.9)]}  # as load_library gives it
     summary = write_best_kernels(db, train, library, tmp_path / "best")
     assert (tmp_path / "best" / f"{a.key}.cu").read_text() == "fast()"
     index = json.loads((tmp_path / "best" / "index.json").read_text())

@@ -4,7 +4,8 @@
 # Expected (written before the run): mma_pipelined at 4096^3 near the tuned mma_sync family variants
 # (453 us, ~300 TFLOP/s: benchmarks/tune/session4/bench.json), so 450-600 us, 7-9x faster than
 # reference/mma_sync.cu (3991 us: benchmarks/rl_runs/session6/bench/), the kernel the session-6 policy
-# recited; and on misaligned shapes, where it loads elements, about as fast as mma_sync.cu per tile.
+# recited. On misaligned shapes an operand whose rows are not 16-byte aligned takes synchronous element
+# loads, so there it should fall well below its aligned speed (the tuned mma.sync family: ~1/3).
 # Usage (GPU machine, repo root): bash scripts/gpu_reference.sh
 source scripts/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"

@@ -1,6 +1,6 @@
 // Tensor-core HGEMM: 128x128x32 tiles, 8 warps of 64x32, 3-stage cp.async ring, ldmatrix, mma.sync
-// m16n8k16 (fp32 accumulate). 16-byte copies when rows are 16-byte aligned, else element loads; zeros
-// past the edges, so any shape is exact.
+// m16n8k16 (fp32 accumulate). 16-byte copies of an operand whose rows are 16-byte aligned, else element
+// loads; zeros past the edges, so any shape is exact.
 #include <cuda_fp16.h>
 #include <stdint.h>
 
@@ -39,15 +39,15 @@ __device__ __forceinline__ void load8(__half* dst, const __half* X, int row, boo
 }
 
 __device__ __forceinline__ void load_stage(__half* s, const __half* A, const __half* B, int M, int N, int K,
-                                           int m0, int n0, int k0, bool vec, int tid) {
+                                           int m0, int n0, int k0, bool va, bool vb, int tid) {
   for (int i = tid; i < 512; i += 256) {
     const int r = i >> 2, c = (i & 3) * 8;
-    load8(s + r * AP + c, A, m0 + r, m0 + r < M, k0 + c, K, vec);
+    load8(s + r * AP + c, A, m0 + r, m0 + r < M, k0 + c, K, va);
 #ifdef HGEMM_LAYOUT_TN
-    load8(s + 128 * AP + r * BP + c, B, n0 + r, n0 + r < N, k0 + c, K, vec);
+    load8(s + 128 * AP + r * BP + c, B, n0 + r, n0 + r < N, k0 + c, K, vb);
 #else
     const int rb = i >> 4, cb = (i & 15) * 8;
-    load8(s + 128 * AP + rb * BP + cb, B, k0 + rb, k0 + rb < K, n0 + cb, N, vec);
+    load8(s + 128 * AP + rb * BP + cb, B, k0 + rb, k0 + rb < K, n0 + cb, N, vb);
 #endif
   }
 }
@@ -62,15 +62,16 @@ hgemm_mma_pipelined(const __half* __restrict__ A, const __half* __restrict__ B, 
   C += z * M * N;
   const int m0 = blockIdx.y * 128, n0 = blockIdx.x * 128, tid = threadIdx.x, lane = tid & 31;
   const int wm = (tid >> 7) * 64, wn = (tid >> 5 & 3) * 32;
+  const bool va = K % 8 == 0 && (uintptr_t)A % 16 == 0;  // A rows are K long; B's: K (TN) or N (NN)
 #ifdef HGEMM_LAYOUT_TN
-  const bool vec = K % 8 == 0 && ((uintptr_t)A % 16 | (uintptr_t)B % 16) == 0;
+  const bool vb = K % 8 == 0 && (uintptr_t)B % 16 == 0;
 #else
-  const bool vec = K % 8 == 0 && N % 8 == 0 && ((uintptr_t)A % 16 | (uintptr_t)B % 16) == 0;
+  const bool vb = N % 8 == 0 && (uintptr_t)B % 16 == 0;
 #endif
   const int tiles = (K + BK - 1) / BK;
   float acc[4][4][4] = {};
   for (int t = 0; t < 2; ++t) {
-    if (t < tiles) load_stage(smem + t * STAGE, A, B, M, N, K, m0, n0, t * BK, vec, tid);
+    if (t < tiles) load_stage(smem + t * STAGE, A, B, M, N, K, m0, n0, t * BK, va, vb, tid);
     asm volatile("cp.async.commit_group;\n");
   }
   for (int t = 0; t < tiles; ++t) {
@@ -78,7 +79,7 @@ hgemm_mma_pipelined(const __half* __restrict__ A, const __half* __restrict__ B, 
     // thread, and frees the stage of tile t - 1 for tile t + 2
     asm volatile("cp.async.wait_group 1;\n");
     __syncthreads();
-    if (t + 2 < tiles) load_stage(smem + (t + 2) % 3 * STAGE, A, B, M, N, K, m0, n0, (t + 2) * BK, vec, tid);
+    if (t + 2 < tiles) load_stage(smem + (t + 2) % 3 * STAGE, A, B, M, N, K, m0, n0, (t + 2) * BK, va, vb, tid);
     asm volatile("cp.async.commit_group;\n");
     const __half* sa = smem + t % 3 * STAGE;
     const __half* sb = sa + 128 * AP;

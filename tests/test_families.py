@@ -484,9 +484,10 @@ def test_wgmma_spec_and_applicability():
             assert not spec.tensor_maps
             assert spec.block[0] == 128 * (2 + p["consumers"]) and "_ldgb" in wgmma.name(p)
         else:
-            staged = p.get("loader") == "staged"  # TMA from padded copies in the workspace
+            # staged: TMA from padded copies in the workspace, of both operands or of one
+            ops = p.get("stage", "AB") if p.get("loader") == "staged" else ""
             assert [(t.operand, t.box, t.swizzle, t.staged) for t in spec.tensor_maps] == [
-                ("A", (p["bm"], 64), 128, staged), ("B", (64, 64), 128, staged)]
+                ("A", (p["bm"], 64), 128, "A" in ops), ("B", (64, 64), 128, "B" in ops)]
             assert spec.block[0] == 128 * (1 + p["consumers"])
         grid, _, smem, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=132))
         assert grid == (132, 1, 1) and smem <= 227 * 1024
@@ -504,13 +505,23 @@ def test_wgmma_spec_and_applicability():
     assert not wgmma.applicable(big, Problem(256, 256, 256))         # too few tiles for 128x256
     staged = [p for p in wgmma.variants() if p.get("loader") == "staged"]
     assert staged and not any(p.get("loader") == "ldg" for p in wgmma.variants())
-    for fed in [*staged, wgmma.LDG_BEST]:
+    both = [p for p in staged if p["stage"] == "AB"]
+    for fed in [*both, wgmma.LDG_BEST]:
         assert wgmma.applicable(fed, Problem(4096, 4096, 4095))          # exactly the shapes TMA refuses
         assert wgmma.applicable(fed, Problem(4095, 4095, 4095))
         assert wgmma.applicable(fed, Problem(4096, 4095, 4096))
         assert not wgmma.applicable(fed, Problem(4096, 4096, 4096))      # TMA is legal: the plain kernel
         assert not wgmma.applicable(fed, Problem(4096, 4095, 4096, layout="TN"))
         assert not wgmma.applicable(fed, Problem(16, 4096, 4095))        # skinny
+    # one operand copied: only where it alone has rows TMA refuses
+    only_a = next(p for p in staged if p["stage"] == "A")
+    only_b = next(p for p in staged if p["stage"] == "B")
+    assert wgmma.applicable(only_a, Problem(4096, 4096, 4095))           # odd K, NN: A's rows; B's are N long
+    assert not wgmma.applicable(only_a, Problem(4096, 4096, 4095, layout="TN"))  # TN: B's rows are K long too
+    assert not wgmma.applicable(only_a, Problem(4095, 4095, 4095))
+    assert wgmma.applicable(only_b, Problem(4096, 4095, 4096))           # odd N, NN: B's rows only
+    assert not wgmma.applicable(only_b, Problem(4096, 4096, 4095))
+    assert not any(wgmma.applicable(p, Problem(4096, 4096, 4096)) for p in staged)
 
 
 @pytest.mark.slow
@@ -592,3 +603,10 @@ int main(int argc, char** argv) {
         # the kernel's counter sits right after B's copy: inside the workspace the spec asks for
         env = problem.variables() | {"num_sms": 132}
         assert ends[0] + ends[1] + 4 <= spec.workspace(env)
+        # a kernel copying one operand puts that copy at the start, its counter after it, and its other
+        # tensor map on the operand itself
+        for op, own in (("A", ends[0]), ("B", ends[1])):
+            one = parse_candidate(wgmma.render(dict(p, stage=op))).spec
+            (copy,) = staged_operands(one, problem)
+            assert (copy.operand, copy.offset, copy.end) == (op, 0, own) and own + 4 <= one.workspace(env)
+            assert [t.staged for t in one.tensor_maps] == [op == "A", op == "B"]

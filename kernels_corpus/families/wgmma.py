@@ -70,6 +70,11 @@ LDG_PRODUCERS = 2
 # strongest baseline in geomean over the 11 misaligned default-grid shapes, against 0.41x for ldg b8 pair,
 # faster on every one. 128x256 and 256x128 win from 2047^3 up; 128x128 with 6 stages on 1023^3 and 1025^3.
 STAGED = [(128, 256, 2, 4), (256, 128, 2, 4), (128, 128, 2, 6)]  # (BM, BN, CONSUMERS, STAGES)
+# Where only one operand's rows are refused (one odd dimension: K in NN copies A, N in NN copies B), a
+# kernel that copies only that one (`stage: A` or `B`). Expected from session 6, where the copies and
+# the barrier cost ~80 us at 4095^3: ~40 us less on 4096x4096x4095 (239 -> ~200 us) and 4096x4095x4096
+# (280 -> ~240). The grid's such shapes are 4096-sized, so the large tiles only.
+STAGED_ONE = [(128, 256, 2, 4), (256, 128, 2, 4)]
 
 
 def _stage_bytes(p: dict) -> int:
@@ -94,8 +99,9 @@ def _valid(p: dict) -> bool:
 
 def variants() -> list[dict]:
     out = []
-    for (bm, bn, c, st), g in itertools.product(STAGED, GROUP_M):
-        p = dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=g, loader="staged")
+    staged = [(tile, "AB") for tile in STAGED] + [(tile, op) for tile in STAGED_ONE for op in "AB"]
+    for ((bm, bn, c, st), ops), g in itertools.product(staged, GROUP_M):
+        p = dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=g, loader="staged", stage=ops)
         if _valid(p):
             out.append(p)
     for (bm, bn, c), st, g in itertools.product(TILES, STAGES, GROUP_M):
@@ -121,6 +127,12 @@ def _staged(p: dict) -> bool:
     return p.get("loader", "tma") == "staged"
 
 
+def _staged_ops(p: dict) -> str:
+    # the operands a staged kernel copies: "AB" (the default), or only "A" or "B", where the other
+    # operand's rows are TMA-legal and copying it would cost time for nothing
+    return p.get("stage", "AB") if _staged(p) else ""
+
+
 def _producers(p: dict) -> int:
     return LDG_PRODUCERS if _ldg(p) else 1
 
@@ -128,7 +140,8 @@ def _producers(p: dict) -> int:
 def name(p: dict) -> str:
     base = f"wgmma_{p['bm']}x{p['bn']}x{BK}_c{p['consumers']}_s{p['stages']}_g{p['group_m']}"
     if _staged(p):
-        return base + "_staged"
+        ops = _staged_ops(p)
+        return base + "_staged" + ("" if ops == "AB" else ops)
     if not _ldg(p):
         return base
     return base + f"_ldgb{p['ldg_batch']}" + ("_pair" if p.get("realign") == "pair" else "")
@@ -138,8 +151,14 @@ def applicable(p: dict, problem) -> bool:
     """TMA-legal row pitches for the TMA loader (the ldg loader: the others), and problems big enough
     for a persistent 1-CTA/SM tensor-core kernel. The pitches: A's rows are K long, B's are N long for
     NN and K long for TN (C is stored without TMA, so an odd N is fine for TN)."""
-    tma_legal = not (problem.K % 8 or (problem.layout == "NN" and problem.N % 8))
-    if tma_legal == (_ldg(p) or _staged(p)):  # the ldg and staged loaders serve exactly the shapes TMA refuses
+    # the operands whose rows TMA refuses. The ldg and staged loaders serve exactly those shapes; a
+    # one-operand staged kernel only those where the other operand is legal.
+    b_pitch = problem.K if problem.layout == "TN" else problem.N
+    refused = ("A" if problem.K % 8 else "") + ("B" if b_pitch % 8 else "")
+    if _staged(p):
+        if not refused or _staged_ops(p) not in ("AB", refused):
+            return False
+    elif bool(refused) != _ldg(p):
         return False
     if min(problem.M, problem.N, problem.K) < 64:
         return False
@@ -150,15 +169,15 @@ def applicable(p: dict, problem) -> bool:
 
 def spec_text(p: dict) -> str:
     nt = 128 * (_producers(p) + p["consumers"])
-    staged = ", staged=1" if _staged(p) else ""
-    maps = [] if _ldg(p) else [f"tensor_map: A, box=({p['bm']}, {BK}), swizzle=128{staged}",
-                               f"tensor_map: B, box=(64, 64), swizzle=128{staged}"]
-    # staged: the padded copies of A and B (1024-byte aligned, as hgemm.params.staged_operands lays them
-    # out; B's rows are K x N for NN and N x K for TN, so the larger of the two), then the grid
-    # barrier's counter
-    workspace = ("round_up(batch * M * round_up(K, 8) * 2, 1024) + "
-                 "round_up(batch * max(K * round_up(N, 8), N * round_up(K, 8)) * 2, 1024) + 1024"
-                 if _staged(p) else "0")
+    ops = _staged_ops(p)
+    staged = {op: ", staged=1" if op in ops else "" for op in "AB"}
+    maps = [] if _ldg(p) else [f"tensor_map: A, box=({p['bm']}, {BK}), swizzle=128{staged['A']}",
+                               f"tensor_map: B, box=(64, 64), swizzle=128{staged['B']}"]
+    # staged: the padded copies (1024-byte aligned, as hgemm.params.staged_operands lays them out; B's
+    # rows are K x N for NN and N x K for TN, so the larger of the two), then the grid barrier's counter
+    copies = {"A": "round_up(batch * M * round_up(K, 8) * 2, 1024)",
+              "B": "round_up(batch * max(K * round_up(N, 8), N * round_up(K, 8)) * 2, 1024)"}
+    workspace = " + ".join([copies[op] for op in ops] + ["1024"]) if ops else "0"
     return "\n".join([
         "/*@launch",
         f"entry: {name(p)}",
@@ -511,17 +530,25 @@ __device__ __forceinline__ void stage_operands(const __half* A, const __half* B,
   const int b_cols = N;
 #endif
   const long long a_rows = static_cast<long long>(batch) * M;
-  const long long a_end = staged_end(a_rows, K);
   const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  // Only the operands whose rows TMA refuses are copied (STAGE_A, STAGE_B), packed from the start of the
+  // workspace in that order; the other one's tensor map describes the operand itself.
+  long long end = 0;
+#ifdef STAGE_A
   stage_rows_from(A, reinterpret_cast<__half*>(ws), a_rows, K, first, step);
-  stage_rows_from(B, reinterpret_cast<__half*>(ws + a_end), b_rows, b_cols, first, step);
+  end += staged_end(a_rows, K);
+#endif
+#ifdef STAGE_B
+  stage_rows_from(B, reinterpret_cast<__half*>(ws + end), b_rows, b_cols, first, step);
+  end += staged_end(b_rows, b_cols);
+#endif
   // The copies were written through the generic proxy and TMA reads them through the async proxy: a
   // proxy fence in every writer, then bar.sync and thread 0's release (cumulative), its atomic, and the
   // acquire and proxy fence of the thread that issues the TMA loads (thread 0 of every CTA).
   asm volatile("fence.proxy.async.global;\n" ::: "memory");
   __syncthreads();
-  unsigned int* arrived = reinterpret_cast<unsigned int*>(ws + a_end + staged_end(b_rows, b_cols));
+  unsigned int* arrived = reinterpret_cast<unsigned int*>(ws + end);
   if (threadIdx.x == 0) {
     __threadfence();
     atomicAdd(arrived, 1u);
@@ -760,11 +787,13 @@ def render(p: dict) -> str:
         *([f"#define LOADER_LDG 1\n#define LDG_BATCH_MAX {p['ldg_batch']}"] if _ldg(p) else []),
         *(["#define LDG_PAIR 1"] if _ldg(p) and p.get("realign") == "pair" else []),
         *(["#define LOADER_STAGED 1"] if _staged(p) else []),
+        *[f"#define STAGE_{op} 1" for op in _staged_ops(p)],
         f"constexpr int STAGES = {p['stages']};",
         f"constexpr int GROUP_M = {p['group_m']};",
     ])
     loads = ("aligned 16-byte ld.global + register realignment (any row pitch)" if _ldg(p)
-             else "TMA loads from row-padded copies of A and B the grid first makes in the workspace" if _staged(p)
+             else f"TMA loads from row-padded copies of {' and '.join(_staged_ops(p))}, made by the grid first,"
+             if _staged(p)
              else "TMA loads")
     needs = ("For row pitches TMA refuses (K % 8, or N % 8 for NN).\n" if _ldg(p) or _staged(p)
              else "Needs 16-byte TMA row pitches (K % 8, and N % 8 for NN).\n")

@@ -5,11 +5,13 @@ rule sample:
         grid=config["sample"]["grid"],
         model=out("rl_hgemm", "metrics.json"),
         heldout=out("rl_hgemm", "heldout.json"),
+        library=out("tune", "metrics.json"),
     output:
         metrics=out("sample", "metrics.json"),
         samples=out("sample", "samples.jsonl"),
     params:
         model=out("rl_hgemm"),
+        library=out("tune"),
         out=out("sample"),
     threads: 4
     resources:
@@ -20,4 +22,4 @@ rule sample:
         bench_file("sample")
     shell:
         "python -m stages.sample --config {input.config} --model {params.model} --heldout {input.heldout}"
-        " --out {params.out} > {log} 2>&1"
+        " --library {params.library} --out {params.out} > {log} 2>&1"

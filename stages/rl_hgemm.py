@@ -197,8 +197,9 @@ class ContrastivePrompts:
 
         for row in self.db.nearby(problem, self.s.nearby_shapes, exclude=self.heldout):
             add(row["text"], row["speedup_vs_best"])
-        for row in self.db.top_k(problem.key, self.s.examples):
-            add(row["text"], row["speedup_vs_best"])
+        if problem.key not in self.heldout:  # a held-out shape's own records are never shown
+            for row in self.db.top_k(problem.key, self.s.examples):
+                add(row["text"], row["speedup_vs_best"])
         if self.s.use_library and self.library:
             near = sorted((d, k) for k in self.library if (d := shape_distance(problem, k)) is not None)
             for _, key in near[: self.s.nearby_shapes]:

@@ -1,10 +1,14 @@
 """Stage: k candidates per evaluation shape from the final model, judged, and the best kept per shape.
 
     python -m stages.sample --config configs/default.yaml --model results/rl_hgemm \
-        --heldout results/rl_hgemm/heldout.json --out results/sample
+        --heldout results/rl_hgemm/heldout.json --library results/tune --out results/sample
 
 Evaluation shapes are the `grid` of the config (optionally some classes / the first N) plus every shape
-rl_hgemm held out of training. Each candidate goes through hgemm.judge.KernelJudge: with a GPU it is
+rl_hgemm held out of training. With `context: true` each prompt is the one rl_hgemm trained on: the
+problem plus contrastive context, the best and some weaker kernels for the nearest shapes from
+rl_hgemm's kernel database (--model/kernels.sqlite) and the seed library (--library), with their
+measured speedups. Held-out shapes are never shown, so a held-out prompt's context comes from training
+shapes only. With `context: false` prompts are bare. Each candidate goes through hgemm.judge.KernelJudge: with a GPU it is
 verified and timed against the baselines and the fastest verified one is the shape's best; on a CPU
 it is only parsed and compiled, the first compiled one is kept, and every output says nothing was
 timed. Writes samples.jsonl (one line per candidate), best/<shape key>.cu, best.json, metrics.json.
@@ -46,6 +50,11 @@ class SampleSettings:
     reps: int = 5
     baselines: list | None = None
     seed: int = 0
+    # prompts as rl_hgemm's: contrastive context from its kernel database and the seed library
+    context: bool = False
+    max_prompt_length: int = 2560     # context examples are dropped, weakest first, to fit
+    context_examples: int = 3
+    nearby_shapes: int = 4
 
 
 def heldout_problems(path: str | Path | None) -> list[Problem]:
@@ -130,8 +139,36 @@ def model_generator(model_dir: str, settings: SampleSettings) -> Generate:
     return generate
 
 
+def context_prompter(settings: SampleSettings, model_dir: str, library_dir: str | None,
+                     heldout: list[Problem], kernels_db: str | None = None) -> Callable[[Problem], tuple[str, int]]:
+    """problem -> (prompt, context examples kept): rl_hgemm's contrastive prompt, as generate_completions
+    takes it, from the kernel database rl_hgemm left beside its model (or kernels_db) and the library."""
+    from stages.rl_hgemm import ContextSettings, ContrastivePrompts, load_library
+    from training.kerneldb import KernelDB
+    from training.model import load_tokenizer
+    from training.probe import generation_prompt
+
+    tokenizer = load_tokenizer(model_dir)
+    db_path = Path(kernels_db or Path(model_dir) / "kernels.sqlite")
+    if not db_path.is_file():
+        log.warning("no kernel database at %s: context from the library only", db_path)
+    db = KernelDB(db_path if db_path.is_file() else ":memory:")
+    prompts = ContrastivePrompts(
+        db, load_library(library_dir), {p.key for p in heldout},
+        ContextSettings(examples=settings.context_examples, nearby_shapes=settings.nearby_shapes,
+                        prompt_arch=settings.prompt_arch),
+        tokenizer, settings.max_prompt_length)
+
+    def prompt(problem: Problem) -> tuple[str, int]:
+        text, kept = prompts.prompt(problem)
+        return generation_prompt(tokenizer, text), kept
+
+    return prompt
+
+
 def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str | None, out_dir: str,
-               judge=None) -> dict:
+               judge=None, prompter: Callable[[Problem], tuple[str, int]] | None = None) -> dict:
+    """prompter: problem -> (prompt, context examples in it); None: bare prompts."""
     from hgemm.entry import EvalOptions
     from hgemm.judge import KernelJudge
     from training.prompts import completion_to_candidate, format_problem_prompt
@@ -142,9 +179,10 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
     problems = evaluation_problems(settings, heldout_problems(heldout_path))
     if not problems:
         raise SystemExit("no evaluation shapes: the grid (after classes/limit) and heldout.json are empty")
-    prompts = [format_problem_prompt(p, arch=settings.prompt_arch) for p, _ in problems]
+    prompter = prompter or (lambda p: (format_problem_prompt(p, arch=settings.prompt_arch), 0))
+    prompts, context_kept = zip(*(prompter(p) for p, _ in problems))
     log.info("sampling %d candidates for each of %d shapes", settings.k, len(problems))
-    completions = generate(prompts, settings.k)
+    completions = generate(list(prompts), settings.k)
     texts = [completion_to_candidate(c) for per in completions for c in per]
     owners = [(p, held) for (p, held), per in zip(problems, completions) for _ in per]
 
@@ -160,7 +198,7 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
     best_dir = out / "best"
     best_dir.mkdir(parents=True, exist_ok=True)
     records, best = [], {}
-    for (p, held), per in zip(problems, completions):
+    for (p, held), per, kept in zip(problems, completions, context_kept):
         start = len(records)
         shape_verdicts = verdicts[start:start + len(per)]
         chosen = best_index(shape_verdicts)
@@ -168,6 +206,7 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
             r0 = v["results"][0] if v.get("results") else {}
             records.append({
                 "problem": p.key, "shape_class": p.shape_class, "heldout": held, "index": j, "best": j == chosen,
+                "context_examples": kept,
                 "status": v["status"], "error": (v.get("error") or "")[:2000],
                 "speedup_vs_best": v.get("speedup_vs_best"), "speedup_vs_cublas": v.get("speedup_vs_cublas"),
                 "time_us": r0.get("time_us"), "best_baseline": r0.get("best_baseline"),
@@ -195,6 +234,8 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
         "stage": "sample", "settings": asdict(settings), "gpu_run": gpu_run, "timed": gpu_run,
         "note": "" if gpu_run else "compiled only: no GPU, so no candidate was run, verified or timed",
         "shapes": len(problems), "heldout_shapes": sum(h for _, h in problems), "k": settings.k, "samples": n,
+        "prompts": "contrastive context" if any(context_kept) else "bare",
+        "prompts_with_context": sum(1 for kept in context_kept if kept),
         "statuses": dict(statuses), "parse_rate": parsed / n if n else 0.0,
         "compile_rate": compiled / n if n else 0.0,
         "correct_rate": statuses.get("ok", 0) / n if gpu_run and n else None,
@@ -212,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="YAML with the sample settings, or an experiment config with a 'sample:' section")
     ap.add_argument("--model", required=True, help="final model folder (rl_hgemm output: model and tokenizer)")
     ap.add_argument("--heldout", default=None, help="rl_hgemm's heldout.json: shapes held out of training")
+    ap.add_argument("--library", default=None, help="seed library folder (stages.tune output), for context")
+    ap.add_argument("--kernels-db", default=None, help="kernel database for context (default: MODEL/kernels.sqlite)")
     ap.add_argument("--out", required=True,
                     help="output folder: samples.jsonl, best/, best.json, evaluated.json, metrics.json")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -219,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     settings = build_dataclass(SampleSettings, load_stage_config(args.config, "sample", args.overrides), "sample")
-    metrics = run_sample(settings, model_generator(args.model, settings), args.heldout, args.out)
+    prompter = (context_prompter(settings, args.model, args.library, heldout_problems(args.heldout), args.kernels_db)
+                if settings.context else None)
+    metrics = run_sample(settings, model_generator(args.model, settings), args.heldout, args.out, prompter=prompter)
     write_metrics(args.out, metrics)
     print(f"sample: {metrics['samples']} candidates over {metrics['shapes']} shapes, statuses {metrics['statuses']}"
           f"{'' if metrics['timed'] else ' (compiled only, nothing timed)'} -> {args.out}")

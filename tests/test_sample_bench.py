@@ -4,6 +4,7 @@ model and a tiny library, and bench's per-shape contenders (model best + library
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,38 @@ def test_bench_without_library_table_still_benches_the_model(tmp_path):
     settings = bench_stage.BenchSettings(grid=SMOKE_GRID, classes=["nothing"], reps=1)
     results = bench_stage.run(settings, str(samples), str(tmp_path / "no_tune"), progress=False)
     assert [list(pr["candidates"]) for pr in results["problems"]] == [["model"]]
+
+
+def test_sample_prompts_carry_rl_hgemm_context_never_heldout(tmp_path, tiny_model_dir):
+    """context: true. A held-out shape's prompt shows kernels of the nearest training shapes, from the
+    kernel database rl_hgemm left beside its model and from the library's reference kernels, with
+    their speedups; nothing recorded for a held-out shape is ever shown."""
+    from stages.sample import context_prompter
+    from training.kerneldb import KernelDB
+
+    train, held = Problem(256, 256, 512, shape_class="aligned"), Problem(256, 256, 256, shape_class="aligned")
+    model = tmp_path / "rl_hgemm"
+    shutil.copytree(tiny_model_dir, model)
+    db = KernelDB(model / "kernels.sqlite")
+    db.record("rl_hgemm", 3, train.key, "aligned", "kernel_from_training()", {"status": "ok", "speedup_vs_best": 0.7},
+              0.0, "policy")
+    db.record("rl_hgemm", 3, held.key, "aligned", "kernel_of_heldout()", {"status": "ok", "speedup_vs_best": 0.9},
+              0.0, "policy")  # cannot happen in rl_hgemm; the prompt must not show it even so
+    db.close()
+    lib = tmp_path / "tune"
+    (lib / "kernels").mkdir(parents=True)
+    (lib / "kernels" / "reference_short.cu").write_text("kernel_reference()")
+    (lib / "kernels" / "wgmma_long.cu").write_text("kernel_library_winner()")
+    (lib / "table.json").write_text(json.dumps({"fallback": "reference_short", "entries": {
+        key: {"kernel": "wgmma_long", "speedup_vs_best": 0.95, "references": {"reference_short": 0.4}}
+        for key in (train.key, held.key)}}))
+    settings = SampleSettings(grid=SMOKE_GRID, k=1, context=True, max_prompt_length=1000, context_examples=3)
+    prompt, kept = context_prompter(settings, str(model), str(lib), [held])(held)
+    assert kept == 3 and "kernel_from_training()" in prompt and "0.70x" in prompt and "kernel_reference()" in prompt
+    assert "kernel_of_heldout" not in prompt and "0.90x" not in prompt
+    # run_sample records the context per candidate and says which prompts it used
+    settings = SampleSettings(grid=SMOKE_GRID, classes=["batched_small"], k=1)
+    m = run_sample(settings, _fake_generate, None, str(tmp_path / "sample"), prompter=lambda p: ("prompt", 2))
+    records = [json.loads(line) for line in (tmp_path / "sample" / "samples.jsonl").read_text().splitlines()]
+    assert m["prompts"] == "contrastive context" and m["prompts_with_context"] == 1
+    assert [r["context_examples"] for r in records] == [2]

@@ -83,10 +83,16 @@ def test_report_cpu_only_says_nothing_was_timed_first(tmp_path):
     bench = tmp_path / "bench"
     bench.mkdir()
     (bench / "results.json").write_text(json.dumps(_cpu_results()))
+    sample = tmp_path / "sample"  # how the model's kernels were drawn is said beside them
+    sample.mkdir()
+    (sample / "metrics.json").write_text(json.dumps({"k": 4, "shapes": 5, "prompts": "contrastive context",
+                                                     "prompts_with_context": 3}))
     out = tmp_path / "report"
-    assert report_stage.main(["--config", _config(tmp_path), "--bench", str(bench), "--out", str(out)]) == 0
+    assert report_stage.main(["--config", _config(tmp_path), "--bench", str(bench), "--sample", str(sample),
+                              "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
     html = (out / "report.html").read_text()
+    assert "best of 4 samples from contrastive context prompts (3 of 5 shapes had context examples)" in md
     # the banner comes before any section
     assert re.search(r"\A# Test report\n\n> \*\*Nothing was timed", md)
     assert html.index("class='banner'") < html.index("<h2>")

@@ -43,7 +43,9 @@ def _not_available(doc: list, what: str, path: str | None) -> None:
     doc.append(("p", f"Not available: no {what} found" + (f" under `{path}`." if path else " (not given).")))
 
 
-def bench_sections(doc: list, results: dict | None, settings: ReportSettings, source: str | None) -> None:
+def bench_sections(doc: list, results: dict | None, settings: ReportSettings, source: str | None,
+                   sample: dict | None = None) -> None:
+    """sample: the sample stage's metrics, to say how the model's kernels were drawn."""
     doc.append(("h", 2, "Kernels against the baselines"))
     if results is None:
         _not_available(doc, "bench results (results.json)", source)
@@ -53,6 +55,10 @@ def bench_sections(doc: list, results: dict | None, settings: ReportSettings, so
     doc.append(("p", f"{len(rows)} shapes from `{results.get('grid', '?')}`; timing method "
                      f"`{results.get('options', {}).get('timing_method', '?')}`, "
                      f"{results.get('options', {}).get('reps', '?')} repetitions, cold L2, median."))
+    if sample and sample.get("prompts"):
+        doc.append(("p", f"The model's kernel for a shape is the best of {sample.get('k', '?')} samples from "
+                         f"{sample['prompts']} prompts ({sample.get('prompts_with_context', 0)} of "
+                         f"{sample.get('shapes', '?')} shapes had context examples)."))
     speedups = [r["speedup_vs_best"] for r in rows if r["speedup_vs_best"]]
     if timed and speedups:
         # Name whose kernels these are: the model's where it has a verified one, else the seed library's.
@@ -224,7 +230,7 @@ def build_report(inputs: ReportInputs, settings: ReportSettings, out_dir: str | 
     doc: list[tuple] = [("h", 1, settings.title)]
     if not timed:
         doc.append(("banner", NOT_TIMED if results else "Nothing was timed: no bench results are available."))
-    bench_sections(doc, results, settings, inputs.bench)
+    bench_sections(doc, results, settings, inputs.bench, inputs.metrics("sample"))
     curve_sections(doc, inputs)
     kernel_db_section(doc, inputs)
     corpus_section(doc, inputs)

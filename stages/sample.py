@@ -55,6 +55,7 @@ class SampleSettings:
     max_prompt_length: int = 2560     # context examples are dropped, weakest first, to fit
     context_examples: int = 3
     nearby_shapes: int = 4
+    cache_implementation: str | None = None  # generation's KV cache ("static"); null: dynamic
 
 
 def heldout_problems(path: str | Path | None) -> list[Problem]:
@@ -134,7 +135,7 @@ def model_generator(model_dir: str, settings: SampleSettings) -> Generate:
 
     def generate(prompts: list[str], k: int) -> list[list[str]]:
         return generate_completions(model, tokenizer, prompts, k, settings.max_new_tokens, settings.temperature,
-                                    settings.top_p, settings.batch_size)
+                                    settings.top_p, settings.batch_size, settings.cache_implementation)
 
     return generate
 

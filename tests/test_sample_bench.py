@@ -195,3 +195,22 @@ def test_sample_prompts_carry_rl_hgemm_context_never_heldout(tmp_path, tiny_mode
     records = [json.loads(line) for line in (tmp_path / "sample" / "samples.jsonl").read_text().splitlines()]
     assert m["prompts"] == "contrastive context" and m["prompts_with_context"] == 1
     assert [r["context_examples"] for r in records] == [2]
+
+
+def test_generation_with_a_static_cache_matches_the_dynamic_one(tiny_model_dir):
+    """cache_implementation="static" (the setting GRPO and the sampling stage pass on) generates the same
+    tokens as the dynamic cache for the same seed, on left-padded prompts of two lengths."""
+    import torch
+
+    from training.model import SAMPLING_ATTENTION, load_causal_lm, load_tokenizer
+    from training.sampling import generate_completions
+
+    tok = load_tokenizer(tiny_model_dir)
+    model = load_causal_lm(tiny_model_dir, tok, SAMPLING_ATTENTION)
+    prompts = ["__global__ void k(", "int x = 1;\n__global__ void kernel(const float* a"]
+    runs = []
+    for cache in (None, "static"):
+        torch.manual_seed(0)
+        runs.append(generate_completions(model, tok, prompts, 2, 12, temperature=1.0, top_p=1.0, batch_size=4,
+                                         cache_implementation=cache))
+    assert runs[0] == runs[1] and all(len(per) == 2 for per in runs[0])

@@ -65,11 +65,15 @@ class GRPOSettings:
     max_train_seconds: float | None = None  # wall-clock cap: stop and checkpoint when passed
     log_completions: bool = False
     seed: int = 0
+    # The KV cache of generation (trl.GRPOConfig.cache_implementation): null is transformers' dynamic
+    # cache; "static" was 3.6x faster at 400 + 256 tokens in bf16 (benchmarks/generation/), not yet
+    # measured at RL lengths (scripts/gpu_sampling_and_tma.sh does).
+    cache_implementation: str | None = None
 
 
 # Settings that do not change what a checkpoint means: editing them must not block a resume.
 RESUME_NEUTRAL = ("logging_steps", "save_steps", "save_total_limit", "eval_steps", "max_train_seconds",
-                  "log_completions")
+                  "log_completions", "cache_implementation")
 
 
 @dataclass
@@ -186,6 +190,7 @@ def build_grpo_config(s: GRPOSettings, work_dir: str, has_eval: bool = False):
         eval_steps=s.eval_steps if has_eval else None,
         log_completions=s.log_completions,
         seed=s.seed,
+        cache_implementation=s.cache_implementation,
         dataloader_num_workers=0,  # prompts may be built on the fly from the kernel DB
         dataloader_pin_memory=on_gpu,
         disable_tqdm=False,

@@ -31,8 +31,10 @@ def generate_completions(
     temperature: float = 0.8,
     top_p: float = 0.95,
     batch_size: int = 16,
+    cache_implementation: str | None = None,
 ) -> list[list[str]]:
-    """num_per_prompt sampled completions for each prompt (text after the prompt, cut at a stop token)."""
+    """num_per_prompt sampled completions for each prompt (text after the prompt, cut at a stop token).
+    cache_implementation: transformers' KV cache ("static", ...); None: the dynamic one."""
     model.eval()
     device = next(model.parameters()).device
     stops = stop_token_ids(tokenizer)
@@ -56,6 +58,7 @@ def generate_completions(
             max_new_tokens=new_tokens,
             eos_token_id=stops,
             pad_token_id=pad,
+            **({"cache_implementation": cache_implementation} if cache_implementation else {}),
         )
         for (i, _), row in zip(chunk, generated[:, width:].tolist()):
             cut = next((j for j, t in enumerate(row) if t in stops), len(row))

@@ -8,10 +8,11 @@ rl_hgemm held out of training. With `context: true` each prompt is the one rl_hg
 problem plus contrastive context, the best and some weaker kernels for the nearest shapes from
 rl_hgemm's kernel database (--model/kernels.sqlite) and the seed library (--library), with their
 measured speedups. Held-out shapes are never shown, so a held-out prompt's context comes from training
-shapes only. With `context: false` prompts are bare. Each candidate goes through hgemm.judge.KernelJudge: with a GPU it is
-verified and timed against the baselines and the fastest verified one is the shape's best; on a CPU
-it is only parsed and compiled, the first compiled one is kept, and every output says nothing was
-timed. Writes samples.jsonl (one line per candidate), best/<shape key>.cu, best.json, metrics.json.
+shapes only. With `context: false` prompts are bare.
+
+Each candidate goes through hgemm.judge.KernelJudge: with a GPU it is verified and timed against the
+baselines and the fastest verified one is the shape's best; on a CPU it is only parsed and compiled,
+the first compiled one is kept, and every output says nothing was timed. Writes samples.jsonl (one line per candidate), best/<shape key>.cu, best.json, metrics.json.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@
 # Predicted in session 6 for the one-operand variants (stage: A or B): ~40 us less than copying both
 # on 4096x4096x4095 (239 -> ~200 us) and 4096x4095x4096 (280 -> ~240).
 # This run: the family GPU tests (edge shapes, NN and TN, staged and ldg loaders included), then the
-# staged variants beside the ldg loader's best on the misaligned shapes, with every baseline (~200 s).
+# staged variants beside the ldg loader's best on the misaligned shapes, with every baseline, then staged
+# against plain TMA on the aligned quick-grid shapes, to isolate the cost of the copies (~240 s).
 # A one-operand variant reports `unsupported` on the shapes where the other operand's rows are refused.
 # Usage (GPU machine, repo root): bash scripts/gpu_staged.sh
 source scripts/gpu_env.sh
@@ -23,14 +24,22 @@ from kernels_corpus.families import wgmma
 staged = [p for p in wgmma.variants() if p.get("loader") == "staged"]
 for p in [wgmma.LDG_BEST, *staged]:
     open(f"{sys.argv[1]}/{wgmma.name(p)}.cu", "w").write(wgmma.render(p))
+# the same tiles without staging, for the aligned run below
+for p in staged:
+    if p["stage"] == "AB":
+        plain = {k: v for k, v in p.items() if k not in ("loader", "stage")}
+        open(f"{sys.argv[1]}/{wgmma.name(plain)}.cu", "w").write(wgmma.render(plain))
 PY
 # the 11 misaligned default-grid shapes against every baseline but torch.compile (minutes of autotuning
-# a shape), then the 4 misaligned quick-grid shapes with it
+# a shape; session 6 ran it: benchmarks/ldg_loader/session6_staged/staged_tc.json)
 timeout 200 python3 -m hgemm.cli bench --kernels /tmp/staged_kernels --grid configs/grids/default.yaml \
   --classes misaligned --reps 5 --out "$OUT/staged.json" 2>&1 | grep -v "it/s\]" | tail -1
-timeout 150 python3 -m hgemm.cli bench --kernels /tmp/staged_kernels --grid configs/grids/quick.yaml \
-  --classes misaligned --reps 5 --torch-compile --out "$OUT/staged_tc.json" 2>&1 | grep -v "it/s\]" | tail -1
-for f in "$OUT/staged.json" "$OUT/staged_tc.json"; do
+# Where the staged kernel's time goes: on aligned shapes a staged kernel copies rows that need no pad, so
+# staged minus plain (same tile) is the cost of the copies and the grid barrier (~80 us at 4095^3 in
+# session 6, against ~35 us for moving 134 MB at the copy bandwidth)
+timeout 120 python3 -m hgemm.cli bench --kernels /tmp/staged_kernels --grid configs/grids/quick.yaml \
+  --classes aligned --reps 5 --out "$OUT/staged_aligned.json" 2>&1 | grep -v "it/s\]" | tail -1
+for f in "$OUT/staged.json" "$OUT/staged_aligned.json"; do
 python3 - "$f" <<'PY'
 import json, sys
 b = json.load(open(sys.argv[1]))

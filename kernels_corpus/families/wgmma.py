@@ -151,10 +151,11 @@ def applicable(p: dict, problem) -> bool:
     """TMA-legal row pitches for the TMA loader (the ldg loader: the others), and problems big enough
     for a persistent 1-CTA/SM tensor-core kernel. The pitches: A's rows are K long, B's are N long for
     NN and K long for TN (C is stored without TMA, so an odd N is fine for TN)."""
-    # the operands whose rows TMA refuses. The ldg and staged loaders serve exactly those shapes; a
-    # one-operand staged kernel only those where the other operand is legal.
-    b_pitch = problem.K if problem.layout == "TN" else problem.N
-    refused = ("A" if problem.K % 8 else "") + ("B" if b_pitch % 8 else "")
+    from hgemm.params import operand_shape
+
+    # the operands whose rows TMA refuses (not a multiple of 16 bytes). The ldg and staged loaders serve
+    # exactly those shapes; a one-operand staged kernel only those where the other operand is legal.
+    refused = "".join(op for op in "AB" if operand_shape(op, problem)[2] % 8)
     if _staged(p):
         if not refused or _staged_ops(p) not in ("AB", refused):
             return False

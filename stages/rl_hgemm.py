@@ -332,7 +332,7 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
 
     from training.grpo import GRPOSettings, JudgeSettings, finish_stage, load_policy, resume_key, train_and_save
     from training.kerneldb import KernelDB
-    from training.probe import ProbeSettings, probe_model, probe_summary
+    from training.probe import ProbeSettings, probe_model_sets, probe_summary
     from training.rewards import RewardSettings
 
     wall_start = time.perf_counter()
@@ -378,13 +378,16 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
     in_context = {p.key: prompts.prompt(p) for p in (probed if probe_cfg.context else [])}
     context_rows = [probe_row(p, in_context[p.key][0]) for p in probed if p.key in in_context and in_context[p.key][1]]
 
-    def probe(rows: list[dict]) -> dict:
-        if not rows:
+    # Each model is loaded, sampled and judged once for both sets of prompts (probe_model_sets).
+    sets = {name: rows for name, rows in (("bare", bare_rows), ("context", context_rows)) if rows}
+    runs = [probe_model_sets(path, sets, judge_cfg.make_judge, probe_cfg, grpo_cfg.max_completion_length)
+            if sets else {} for path in (model_dir, str(out))]
+
+    def probe(name: str) -> dict:
+        if name not in sets:
             return {"prompts": 0, "note": "probe.prompts is 0" if not probed else
                     "probe.context is off" if not probe_cfg.context else "no probe problem had context examples"}
-        before, after = (probe_model(path, rows, judge_cfg.make_judge, probe_cfg, grpo_cfg.max_completion_length)
-                         for path in (model_dir, str(out)))
-        return probe_summary(before, after)
+        return probe_summary(runs[0][name], runs[1][name])
 
     trained_on = db.problem_keys(STAGE)
     leaked = sorted(trained_on & heldout_keys)
@@ -396,8 +399,8 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
         STAGE, out, db, judge.gpu, "parse+compile+verify+time vs the strongest baseline (GPU)", reward_cfg, summary,
         wall_start, config,
         best_kernels=best,
-        probe=probe(bare_rows),
-        probe_context=probe(context_rows) | {"context_examples": {k: kept for k, (_, kept) in in_context.items()}},
+        probe=probe("bare"),
+        probe_context=probe("context") | {"context_examples": {k: kept for k, (_, kept) in in_context.items()}},
         shapes={"train": len(train), "heldout": len(heldout), "buckets": len(buckets(train)),
                 "shapes_judged": len(trained_on)},
         context={"library_entries": len(library), "library_dir": library_dir, "example_prompt_context_kept": kept,

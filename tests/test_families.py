@@ -476,6 +476,57 @@ def test_wgmma_accumulator_mapping_is_a_bijection():
         assert (seen == 1).all()
 
 
+def _wgmma_row_stores(acc_row, n0, N, bn, aligned):
+    """The epilogue's stores for one row of one tile, mirrored from wgmma.py: acc_row[q][j] is lane q's
+    (v0, v1) pair of block j (columns n0 + 8j + 2q, + 1). Returns (first column, values) per store."""
+    stores = []
+    for q in range(4):
+        c0 = n0 + 2 * q
+        if not aligned and q == 0 and c0 < N:
+            stores.append((c0, [acc_row[0][0][0]]))
+        for j in range(bn // 8):
+            c = c0 + 8 * j
+            v0, v1 = acc_row[q][j]
+            if aligned:
+                if c + 1 < N:
+                    stores.append((c, [v0, v1]))
+                elif c < N:
+                    stores.append((c, [v0]))
+            else:
+                # __shfl_sync from lane (q + 1) % 4: lane 0 offers its v0 of block j + 1, the others of j
+                src = (q + 1) % 4
+                v2 = (acc_row[0][j + 1][0] if j + 1 < bn // 8 else 0.0) if src == 0 else acc_row[src][j][0]
+                last = q == 3 and j == bn // 8 - 1
+                if not last and c + 2 < N:
+                    stores.append((c + 1, [v1, v2]))
+                elif c + 1 < N:
+                    stores.append((c + 1, [v1]))
+    return stores
+
+
+@pytest.mark.parametrize("bn", [64, 128, 256])
+def test_wgmma_epilogue_stores_every_column_once_and_pairs_only_at_4_byte_addresses(bn):
+    """A row that starts 2 bytes off 4-byte alignment (N odd: every other row) still stores its columns
+    as 4-byte pairs, shifted by one, with the tile's first and last columns alone; ragged N included."""
+    rng = np.random.default_rng(0)
+    for aligned in (True, False):
+        for n0, N in [(0, bn), (0, bn + 3), (bn, 2 * bn - 1), (bn, bn + 1), (2 * bn, 2 * bn + 2)]:
+            acc_row = [[tuple(rng.standard_normal(2)) for _ in range(bn // 8)] for _ in range(4)]
+            want = {n0 + 8 * j + 2 * q + e: acc_row[q][j][e] for q in range(4) for j in range(bn // 8) for e in range(2)}
+            got = {}
+            for col, values in _wgmma_row_stores(acc_row, n0, N, bn, aligned):
+                # a pair's address: the row start (0 or 2 mod 4 bytes) + 2 bytes a column
+                assert len(values) == 1 or ((0 if aligned else 2) + 2 * col) % 4 == 0, (aligned, col)
+                for i, v in enumerate(values):
+                    assert col + i not in got, (aligned, n0, N, col + i)
+                    got[col + i] = v
+            assert set(got) == {c for c in want if c < N}, (aligned, n0, N)
+            assert all(got[c] == want[c] for c in got)
+            pairs = sum(len(v) == 2 for _, v in _wgmma_row_stores(acc_row, n0, N, bn, aligned))
+            if N >= n0 + bn:  # a full tile row: all pairs but 2 singles where the row is off
+                assert pairs == (bn // 2 if aligned else bn // 2 - 1)
+
+
 def test_wgmma_spec_and_applicability():
     for p in [*wgmma.variants(), wgmma.LDG_BEST]:
         spec = parse_candidate(wgmma.render(p)).spec

@@ -56,6 +56,15 @@ def probe_model(model_dir: str, rows: list[dict], make_judge, settings: ProbeSet
     """Sample settings.k completions for each row's prompt from the model saved in model_dir and judge
     them on the row's problems. Rows are RL dataset rows: prompt, problems (JSON), problem_key.
     Returns the rates over all completions and, per problem key, the status counts and best speedup."""
+    return probe_model_sets(model_dir, {"rows": rows}, make_judge, settings, max_new_tokens)["rows"]
+
+
+def probe_model_sets(model_dir: str, row_sets: dict[str, list[dict]], make_judge, settings: ProbeSettings,
+                     max_new_tokens: int) -> dict[str, dict]:
+    """probe_model for several sets of rows at once (rl_hgemm: bare and in-context), one result per set.
+    One load, one generation pass and one judge for all of them: at 2304-token completions each
+    generation pass is bound by its longest sequence, so session 7's four separate probes (~65 s each)
+    did not fit rl_hgemm's device call. A problem may appear in several sets; each set is its own."""
     import torch
 
     from training.model import SAMPLING_ATTENTION, load_causal_lm, load_tokenizer
@@ -63,11 +72,10 @@ def probe_model(model_dir: str, rows: list[dict], make_judge, settings: ProbeSet
     from training.rewards import problems_from_json
     from training.sampling import generate_completions
 
+    rows = [(name, r) for name, rs in row_sets.items() for r in rs]
     torch.manual_seed(settings.seed)
     tokenizer = load_tokenizer(model_dir)
-    prompts = [generation_prompt(tokenizer, r["prompt"]) for r in rows]
-    problem_lists = [problems_from_json(r["problems"]) for r in rows]
-    keys = [r["problem_key"] for r in rows]
+    prompts = [generation_prompt(tokenizer, r["prompt"]) for _, r in rows]
     on_gpu = torch.cuda.is_available()
     model = load_causal_lm(model_dir, tokenizer, SAMPLING_ATTENTION, dtype=torch.bfloat16 if on_gpu else torch.float32)
     model.to("cuda" if on_gpu else "cpu")
@@ -80,7 +88,7 @@ def probe_model(model_dir: str, rows: list[dict], make_judge, settings: ProbeSet
         if on_gpu:
             torch.cuda.empty_cache()
     texts = [completion_to_candidate(c) for per_prompt in completions for c in per_prompt]
-    plists = [pl for pl in problem_lists for _ in range(settings.k)]
+    plists = [problems_from_json(r["problems"]) for _, r in rows for _ in range(settings.k)]
     judge = make_judge()
     try:
         verdicts = judge.judge(texts, plists)
@@ -90,14 +98,15 @@ def probe_model(model_dir: str, rows: list[dict], make_judge, settings: ProbeSet
         timed = False
     finally:
         judge.close()
-    per_problem = {}
-    for i, key in enumerate(keys):
+    per_set: dict[str, dict] = {name: {} for name in row_sets}
+    for i, (name, row) in enumerate(rows):
         vs = verdicts[i * settings.k:(i + 1) * settings.k]
         speeds = [v["speedup_vs_best"] for v in vs if v.get("status") == "ok" and v.get("speedup_vs_best")]
-        per_problem[key] = {"statuses": dict(Counter(v.get("status") for v in vs)),
-                            "best_speedup": max(speeds) if speeds else None}
-    return {"model": model_dir, "k": settings.k, "timed": timed, **status_rates(per_problem),
-            "per_problem": per_problem}
+        per_set[name][row["problem_key"]] = {"statuses": dict(Counter(v.get("status") for v in vs)),
+                                             "best_speedup": max(speeds) if speeds else None}
+    return {name: {"model": model_dir, "k": settings.k, "timed": timed, **status_rates(per_problem),
+                   "per_problem": per_problem}
+            for name, per_problem in per_set.items()}
 
 
 def status_rates(per_problem: dict) -> dict:

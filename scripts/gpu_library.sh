@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (nvidia-h200, ~330 s), issue 3: the seed library re-tuned over the default grid, the
+# One device call (nvidia-h200, ~360 s), issue 3: the seed library re-tuned over the default grid, the
 # first full re-tune since the staged loader replaced the ldg one (session 4's: benchmarks/tune/session4/).
 #   1. the family GPU tests: edge shapes (odd N among them), NN and TN. They check the wgmma epilogue
 #      written in session 7, which stores 4-byte pairs on rows that start 2 bytes off (N odd);
@@ -13,6 +13,11 @@
 #   2047^3 ~50 (1.26x); 4096x4096x4095 unchanged at ~222 (1.16x); the +1 cubes still miss: 2049^3 ~79
 #   (0.82x), 4097^3 ~369 (0.87x), 8193^3 ~2630 (0.76x), their tile rounds (5 against 4 at 4097^3);
 #   misaligned class geomean ~1.0x the strongest baseline without torch.compile (session 4: 0.30).
+#   4. the plain TMA kernel on aligned shapes that differ only in row pitch (16-byte against 128-byte
+#      multiples, benchmarks/ldg_loader/pitch_grid.yaml). Session 7 left 8193^3 1.53x slower than 8191^3,
+#      of which the tile rounds explain 1.06x; the staged copies there have 16-byte, not 128-byte, row
+#      pitches. If that is the cause, 4096x4104x4104 runs >= 20% slower a flop than 4096x4160x4160
+#      (same tile counts and k-tiles); if not, within ~3%.
 # Usage (GPU machine, repo root): bash scripts/gpu_library.sh [TILES]
 source scripts/gpu_env.sh
 TILES=${1:-2}
@@ -25,6 +30,25 @@ timeout 240 python3 -m hgemm.cli tune --grid configs/grids/default.yaml --out "$
 echo "tune: exit ${PIPESTATUS[0]} after $(( $(date +%s) - start )) s"
 [ -d "$OUT/tune" ] && timeout 150 python3 -m hgemm.cli bench --library "$OUT/tune" --grid configs/grids/quick.yaml \
   --classes misaligned --torch-compile --reps 5 --out "$OUT/library_misaligned_tc.json" 2>&1 | grep -v "it/s\]" | tail -1
+mkdir -p /tmp/pitch_kernels
+python3 - /tmp/pitch_kernels <<'PY'
+import sys
+from kernels_corpus.families import wgmma
+for p in [dict(bm=128, bn=256, consumers=2, stages=4, group_m=8), dict(bm=256, bn=128, consumers=2, stages=4, group_m=8)]:
+    open(f"{sys.argv[1]}/{wgmma.name(p)}.cu", "w").write(wgmma.render(p))
+PY
+timeout 60 python3 -m hgemm.cli bench --kernels /tmp/pitch_kernels --grid benchmarks/ldg_loader/pitch_grid.yaml \
+  --reps 5 --out "$OUT/pitch.json" 2>&1 | grep -v "it/s\]" | tail -1
+python3 - "$OUT/pitch.json" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))
+for pr in b["problems"]:
+    p, cs = pr["problem"], pr["candidates"]
+    flop = 2 * p["M"] * p["N"] * p["K"]
+    row = "  ".join(f"{n[6:13]} {c['time_us']:8.1f} us {flop / c['time_us'] / 1e6:5.0f} TF/s" for n, c in sorted(cs.items())
+                    if c.get("time_us"))
+    print(f"{p['M']}x{p['N']}x{p['K']}".ljust(16), row, f"| cublas {pr['best_baseline_us']:.1f}")
+PY
 # the library's GPU tests: hgemm.matmul dispatch and correctness on random shapes
 timeout 60 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_library.py 2>&1 \
   | grep -v "PyCUDA WARNING" | tee "$OUT/pytest_gpu_library.log" | tail -2

@@ -226,7 +226,7 @@ def _wgmma_read_mnmajor(smem, start, lbo, sbo, n):
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
-@pytest.mark.parametrize("tile", [(128, 256, 2), (256, 128, 2), (128, 128, 1), (128, 64, 1)])
+@pytest.mark.parametrize("tile", [(128, 256, 2), (256, 128, 2), (128, 192, 2), (128, 128, 1), (128, 64, 1)])
 def test_wgmma_smem_descriptor_model(layout, tile):
     """One pipeline stage: the kernel's TMA destinations and descriptor start/LBO/SBO (mirrored from
     kernels_corpus/families/wgmma.py) reproduce A @ B under the PTX canonical-layout model."""

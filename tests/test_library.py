@@ -80,3 +80,23 @@ def test_tma_kernels_are_not_dispatched_to_misaligned_shapes(tmp_path):
     # staged maps describe the kernel's padded copies, whose pitch TMA always takes
     staged = parse_candidate(tma.replace("swizzle=128", "swizzle=128, staged=1"))
     assert tma_compatible(staged, Problem(8, 8, 4095)) and tma_compatible(staged, Problem(4095, 4095, 4095))
+
+
+def test_tune_shortlist_prefers_one_copy_and_fuller_last_waves():
+    """The tune times only the shortlisted variants (hgemm.tune.shortlist), so its estimate decides what
+    the GPU ever sees. Where one operand alone is refused, copying only it must rank first; on the +1
+    cubes, the 128x192 tile (fewer idle SMs in the last wave) must be among the three tiles timed."""
+    from hgemm.problem import Problem
+    from hgemm.tune import shortlist
+
+    def wgmma_names(problem, tiles):
+        return [name for name, _ in shortlist(problem, tiles) if name.startswith("wgmma_")]
+
+    k_odd = wgmma_names(Problem(4096, 4096, 4095), 2)
+    assert k_odd and all(n.endswith("_stagedA") for n in k_odd)
+    n_odd = wgmma_names(Problem(4096, 4095, 4096), 2)
+    assert n_odd and all(n.endswith("_stagedB") for n in n_odd)
+    assert all(n.endswith("_staged") for n in wgmma_names(Problem(4095, 4095, 4095), 3))  # both refused
+    for n in (2049, 4097, 8193):
+        assert any(name.startswith("wgmma_128x192x64") for name in wgmma_names(Problem(n, n, n), 3)), n
+    assert wgmma_names(Problem(4096, 4096, 4096), 2)[0].startswith("wgmma_128x256x64")  # aligned: unchanged

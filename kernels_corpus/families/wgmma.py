@@ -50,6 +50,7 @@ BOX_BYTES = 64 * 64 * 2     # one 64 x 64 fp16 TMA box
 TILES = [
     (128, 256, 2),   # 2 x (64 x 256): the large-shape workhorse
     (256, 128, 2),   # 2 x (128 x 128)
+    (128, 192, 2),   # 2 x (64 x 192): fewer idle SMs in the last wave where 128x256 leaves many
     (128, 128, 2),   # 2 x (64 x 128)
     (128, 128, 1),   # 1 x (128 x 128)
     (128, 64, 1),    # 1 x (128 x 64): more tiles for mid-size problems
@@ -69,11 +70,15 @@ LDG_PRODUCERS = 2
 # the ldg loader in variants(): session 6 (benchmarks/ldg_loader/session6_staged/) timed it at 0.85x the
 # strongest baseline in geomean over the 11 misaligned default-grid shapes, against 0.41x for ldg b8 pair,
 # faster on every one. 128x256 and 256x128 win from 2047^3 up; 128x128 with 6 stages on 1023^3 and 1025^3.
-STAGED = [(128, 256, 2, 4), (256, 128, 2, 4), (128, 128, 2, 6)]  # (BM, BN, CONSUMERS, STAGES)
+# Session 7: the +1 cubes lose a round to the tile schedule (4097^3: 561 128x256 tiles are 5 rounds on
+# 132 SMs, 4.25 of work); 128x192 tiles fill them better (726 tiles, 6 rounds of 3/4 the work: 4.5).
+STAGED = [(128, 256, 2, 4), (256, 128, 2, 4), (128, 192, 2, 5), (128, 128, 2, 6)]  # (BM, BN, CONSUMERS, STAGES)
 # Where only one operand's rows are refused (one odd dimension: K in NN copies A, N in NN copies B), a
 # kernel that copies only that one (`stage: A` or `B`). Expected from session 6, where the copies and
 # the barrier cost ~80 us at 4095^3: ~40 us less on 4096x4096x4095 (239 -> ~200 us) and 4096x4095x4096
-# (280 -> ~240). The grid's such shapes are 4096-sized, so the large tiles only.
+# (280 -> ~240). The grid's such shapes are 4096-sized, so the large tiles only. Measured in session 7
+# (benchmarks/ldg_loader/session7_one_operand/): 221.8 and 266.0 us; the rest of 4096x4095x4096's time
+# was the epilogue's 2-byte stores on odd-N rows, since replaced by shifted pairs.
 STAGED_ONE = [(128, 256, 2, 4), (256, 128, 2, 4)]
 
 

@@ -477,34 +477,32 @@ def test_wgmma_accumulator_mapping_is_a_bijection():
 
 
 def _wgmma_row_stores(acc_row, n0, N, bn, aligned):
-    """The epilogue's stores for one row of one tile, mirrored from wgmma.py: acc_row[q][j] is lane q's
-    (v0, v1) pair of block j (columns n0 + 8j + 2q, + 1). Returns (first column, values) per store."""
+    """The epilogue's stores for one row of one tile, mirrored from wgmma.py's path for rows that may
+    start 2 bytes off (N odd, or C 2 bytes off): acc_row[q][j] is lane q's (v0, v1) pair of block j
+    (columns n0 + 8j + 2q, + 1). Returns (first column, values) per store."""
+    off = 0 if aligned else 1
     stores = []
     for q in range(4):
         c0 = n0 + 2 * q
-        if not aligned and q == 0 and c0 < N:
+        if off and q == 0 and c0 < N:
             stores.append((c0, [acc_row[0][0][0]]))
         for j in range(bn // 8):
             c = c0 + 8 * j
             v0, v1 = acc_row[q][j]
-            if aligned:
-                if c + 1 < N:
-                    stores.append((c, [v0, v1]))
-                elif c < N:
-                    stores.append((c, [v0]))
-            else:
-                # __shfl_sync from lane (q + 1) % 4: lane 0 offers its v0 of block j + 1, the others of j
-                src = (q + 1) % 4
-                v2 = (acc_row[0][j + 1][0] if j + 1 < bn // 8 else 0.0) if src == 0 else acc_row[src][j][0]
-                last = q == 3 and j == bn // 8 - 1
-                if not last and c + 2 < N:
-                    stores.append((c + 1, [v1, v2]))
-                elif c + 1 < N:
-                    stores.append((c + 1, [v1]))
+            # __shfl_sync from lane (q + 1) % 4: lane 0 offers its v0 of block j + 1, the others of j
+            src = (q + 1) % 4
+            v2 = (acc_row[0][j + 1][0] if j + 1 < bn // 8 else 0.0) if src == 0 else acc_row[src][j][0]
+            col = c + off
+            lo, hi = (v1, v2) if off else (v0, v1)
+            whole = col + 1 < N and not (off and q == 3 and j == bn // 8 - 1)
+            if whole:
+                stores.append((col, [lo, hi]))
+            elif col < N:
+                stores.append((col, [lo]))
     return stores
 
 
-@pytest.mark.parametrize("bn", [64, 128, 256])
+@pytest.mark.parametrize("bn", [64, 128, 192, 256])
 def test_wgmma_epilogue_stores_every_column_once_and_pairs_only_at_4_byte_addresses(bn):
     """A row that starts 2 bytes off 4-byte alignment (N odd: every other row) still stores its columns
     as 4-byte pairs, shifted by one, with the tile's first and last columns alone; ragged N included."""
@@ -578,16 +576,19 @@ def test_wgmma_spec_and_applicability():
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
 def test_wgmma_all_variants_compile_clean(tmp_path):
-    """Every variant, both layouts: no spills, no ignored setmaxnreg (C7508), no serialised wgmma."""
+    """Every variant, both layouts: no spills, no ignored setmaxnreg (C7508), no serialised wgmma, and
+    registers that let one CTA of the kernel's block size fit an SM (65536 registers, 8-register steps)."""
     for p in wgmma.variants():
         text = wgmma.render(p)
+        threads = parse_candidate(text).spec.block[0]
+        limit = min(255, 65536 // threads // 8 * 8)   # 384 threads (2 consumers): 168; 256: 255
         for layout in ("NN", "TN"):
             report = _compile(text, layout, tmp_path)
             assert "C7508" not in report and "setmaxnreg" not in report, report
             assert "serializ" not in report.lower(), report
             spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", report)]
             assert spills and not any(spills), f"{wgmma.name(p)} {layout} spills:\n{report}"
-            assert int(re.search(r"Used (\d+) registers", report).group(1)) <= 168
+            assert int(re.search(r"Used (\d+) registers", report).group(1)) <= limit, (wgmma.name(p), layout)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")

@@ -756,14 +756,17 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
       // Epilogue. wgmma m64nN accumulator layout: warp w of the warpgroup holds rows 16w..16w+15;
       // register 4j + 2h + e of lane l is row 16w + l/4 + 8h, column 8j + 2(l%4) + e (j < N/8).
       // A lane's column pair (c, c + 1) starts at an even column, so it is one 4-byte store where the
-      // row starts 4-byte aligned. With N odd, every other row starts 2 bytes off: there a lane stores
-      // (c + 1, c + 2) instead, taking c + 2 from the next lane of its quad (lane 3: from lane 0, one j
-      // on), and the tile's first and last columns go alone. Session 7 measured what plain 2-byte stores
-      // cost on such rows: +42 us at 4095^3 and 4096x4095x4096, where K or M odd cost nothing
-      // (benchmarks/ldg_loader/session7_one_operand/).
+      // row starts 4-byte aligned: every row, when N is even and C is. Otherwise (N odd: every other
+      // row) a row that starts 2 bytes off has each lane store (c + 1, c + 2) instead, taking c + 2 from
+      // the next lane of its quad (lane 3: from lane 0, one j on); its first and last columns go alone.
+      // The two kinds of row alternate within a warp, so both are one code path (selects, one shuffle
+      // and one store per j), not two branches the warp would run one after the other. Session 7
+      // measured what plain 2-byte stores cost on odd-N shapes: +42 us at 4095^3 and 4096x4095x4096,
+      // where K or M odd cost nothing (benchmarks/ldg_loader/session7_one_operand/).
       __half* Cb = C + static_cast<long long>(tc.b) * M * N;
       const int row_base = tc.m0 + cw * WM + warp * 16 + (lane >> 2);
       const int col_base = tc.n0 + (lane & 3) * 2;
+      const bool rows_aligned = N % 2 == 0 && reinterpret_cast<uintptr_t>(C) % 4 == 0;   // the same for all
       const int q = lane & 3;
       const unsigned quad = 0xfu << (lane & ~3);   // the 4 lanes of one row take part in its shuffles
       const int from = (lane & ~3) | ((q + 1) & 3);
@@ -774,23 +777,30 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
           const int r = row_base + mt * 64 + h * 8;
           if (r >= M) continue;                     // the whole quad: its lanes share r
           __half* crow = Cb + static_cast<long long>(r) * N;
-          const bool aligned = (reinterpret_cast<uintptr_t>(crow) & 3) == 0;
-          if (!aligned && q == 0 && col_base < N) crow[col_base] = __float2half_rn(acc[mt][2 * h]);
+          if (rows_aligned) {
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+              const int c = col_base + j * 8;      // N even: c < N implies c + 1 < N
+              if (c < N) *reinterpret_cast<__half2*>(crow + c) =
+                  __floats2half2_rn(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
+            }
+            continue;
+          }
+          const int off = (reinterpret_cast<uintptr_t>(crow) & 3) ? 1 : 0;   // the row starts 2 bytes off
+          if (off && q == 0 && col_base < N) crow[col_base] = __float2half_rn(acc[mt][2 * h]);
 #pragma unroll
           for (int j = 0; j < BN / 8; ++j) {
             const int c = col_base + j * 8;
             const float v0 = acc[mt][4 * j + 2 * h], v1 = acc[mt][4 * j + 2 * h + 1];
-            if (aligned) {
-              if (c + 1 < N) *reinterpret_cast<__half2*>(crow + c) = __floats2half2_rn(v0, v1);
-              else if (c < N) crow[c] = __float2half_rn(v0);
-            } else {
-              // lane 0 offers its first value of block j + 1, the others their first of block j
-              const float offer = q == 0 ? (j + 1 < BN / 8 ? acc[mt][4 * (j + 1) + 2 * h] : 0.f) : v0;
-              const float v2 = __shfl_sync(quad, offer, from);
-              const bool last = q == 3 && j == BN / 8 - 1;   // c + 2 is the next tile's first column
-              if (!last && c + 2 < N) *reinterpret_cast<__half2*>(crow + c + 1) = __floats2half2_rn(v1, v2);
-              else if (c + 1 < N) crow[c + 1] = __float2half_rn(v1);
-            }
+            // lane 0 offers its first value of block j + 1, the others their first of block j
+            const float offer = q == 0 ? (j + 1 < BN / 8 ? acc[mt][4 * (j + 1) + 2 * h] : 0.f) : v0;
+            const float v2 = __shfl_sync(quad, offer, from);
+            const int col = c + off;                 // this lane's pair: (c, c + 1) or (c + 1, c + 2)
+            const float lo = off ? v1 : v0, hi = off ? v2 : v1;
+            // off rows: c + 2 of lane 3's last block is the next tile's first column
+            const bool whole = col + 1 < N && !(off && q == 3 && j == BN / 8 - 1);
+            if (whole) *reinterpret_cast<__half2*>(crow + col) = __floats2half2_rn(lo, hi);
+            else if (col < N) crow[col] = __float2half_rn(lo);
           }
         }
     }

@@ -139,7 +139,7 @@ class TensorMapSpec:
 
     box is (rows, cols) of the tile one copy moves; swizzle is the shared-memory swizzle in bytes.
     staged: the descriptor is not of the operand itself but of a copy the kernel writes into its
-    workspace with rows padded to 16 bytes (hgemm.params.staged_operands gives where), so TMA serves
+    workspace with rows padded to 128 bytes (hgemm.params.staged_operands gives where), so TMA serves
     any pitch; the kernel must finish the copy before its first TMA load of it."""
 
     operand: str

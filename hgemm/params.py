@@ -63,12 +63,17 @@ def pack_params(params: list[Param], layout: list[tuple[int, int]] | None = None
 
 # Where a staged operand's copy starts in the workspace: a multiple of this many bytes.
 STAGE_ALIGN = 1024
+# A staged copy's row pitch: a multiple of this many fp16 (128 bytes, one TMA box row of a 128-byte
+# swizzle), so that no box row straddles two 128-byte lines. TMA itself accepts any 16-byte multiple.
+# Session 7 left the +1 cubes (pitches 4104 and 8200 at 8 fp16) 1.3-1.5x slower a tile round than the -1
+# cubes (4096, 8192); scripts/gpu_library.sh's pitch probe measures whether the pitch is why.
+STAGED_PITCH = 64
 
 
 @dataclass(frozen=True)
 class StagedOperand:
     """A padded copy of an input that a kernel writes into its workspace for TMA to read: `batch` x
-    `rows` rows of `cols` fp16, each row `pitch` elements long (cols rounded up to 8, a 16-byte pitch),
+    `rows` rows of `cols` fp16, each row `pitch` elements long (cols rounded up to STAGED_PITCH),
     at byte `offset`. The pad elements are never read: the descriptor's dims are (cols, rows, batch)."""
 
     operand: str
@@ -104,7 +109,7 @@ def staged_operands(spec, problem) -> list[StagedOperand]:
     for t in spec.tensor_maps:
         if t.staged:
             batch, rows, cols = operand_shape(t.operand, problem)
-            out.append(StagedOperand(t.operand, offset, batch, rows, cols, -(-cols // 8) * 8))
+            out.append(StagedOperand(t.operand, offset, batch, rows, cols, -(-cols // STAGED_PITCH) * STAGED_PITCH))
             offset = out[-1].end
     return out
 

@@ -22,7 +22,9 @@
 #   the one-operand copy first (hgemm.tune.estimate). The +1 cubes lose a tile round besides: with
 #   128x192 tiles (new; 3 tiles a family are shortlisted so that it is timed) 2049^3 ~64 us (1.02x) and
 #   4097^3 ~336 (0.96x); 8193^3 ~2630 (0.76x) stays the worst. Misaligned class geomean ~1.0x the
-#   strongest baseline without torch.compile (session 4: 0.30).
+#   strongest baseline without torch.compile (session 4: 0.30). The staged copies' rows are now padded
+#   to 128 bytes (hgemm.params.STAGED_PITCH): if step 4 finds the 16-byte pitches slow, the +1 cubes
+#   gain that too, beyond the figures above.
 # Usage (GPU machine, repo root): bash scripts/gpu_library.sh [TILES]
 source scripts/gpu_env.sh
 TILES=${1:-3}

@@ -89,7 +89,7 @@ def test_tracked_contender_records_the_sets_it_ran():
 
 def test_staged_tensor_maps_describe_padded_copies_in_the_workspace(monkeypatch):
     """`staged=1`: the descriptor covers the kernel's padded copy in the workspace (1024-byte aligned
-    offsets, rows padded to 8 fp16, logical dims so TMA zero-fills past them), not the operand."""
+    offsets, rows padded to 64 fp16, logical dims so TMA zero-fills past them), not the operand."""
     import torch
 
     from hgemm import tensormap
@@ -100,18 +100,19 @@ def test_staged_tensor_maps_describe_padded_copies_in_the_workspace(monkeypatch)
     calls = []
     monkeypatch.setattr(tensormap, "encode_tiled", lambda ptr, dims, strides, box, sw: calls.append(
         (ptr, dims, strides, box, sw)) or bytes(128))
-    spec = parse_spec("/*@launch\nentry: k\nblock: 128\ngrid: 1\nworkspace: 4096\nlayouts: NN, TN\n"
+    spec = parse_spec("/*@launch\nentry: k\nblock: 128\ngrid: 1\nworkspace: 8192\nlayouts: NN, TN\n"
                       "tensor_map: A, box=(128, 64), swizzle=128, staged=1\n"
                       "tensor_map: B, box=(64, 64), swizzle=128, staged=1\n@*/")
-    a, b, c, w = (torch.empty(n, dtype=torch.float16) for n in (2 * 5 * 13, 2 * 13 * 11, 2 * 5 * 11, 2048))
+    a, b, c, w = (torch.empty(n, dtype=torch.float16) for n in (2 * 5 * 13, 2 * 13 * 11, 2 * 5 * 11, 4096))
     for layout, b_dims in (("NN", [11, 13, 2]), ("TN", [13, 11, 2])):
         calls.clear()
         problem = Problem(5, 11, 13, 2, layout)
         staged = staged_operands(spec, problem)
-        assert [(s.operand, s.offset, s.pitch) for s in staged] == [("A", 0, 16), ("B", 1024, 16)]
+        # A: 10 rows of 64 fp16 (1280 bytes, so B starts at 2048); 128-byte row strides
+        assert [(s.operand, s.offset, s.pitch) for s in staged] == [("A", 0, 64), ("B", 2048, 64)]
         gemm_param_buffer(spec, problem, a, b, c, w)
-        assert calls == [(w.data_ptr(), [13, 5, 2], [32, 5 * 32], [64, 128, 1], 128),
-                         (w.data_ptr() + 1024, b_dims, [32, b_dims[1] * 32], [64, 64, 1], 128)]
+        assert calls == [(w.data_ptr(), [13, 5, 2], [128, 5 * 128], [64, 128, 1], 128),
+                         (w.data_ptr() + 2048, b_dims, [128, b_dims[1] * 128], [64, 64, 1], 128)]
     # a workspace too small for the copies is the spec's fault, named before any launch
     with pytest.raises(SpecError, match="staged operands"):
         gemm_param_buffer(spec, Problem(64, 64, 63), a, b, c, w)
@@ -125,7 +126,7 @@ def test_staged_tensor_maps_describe_padded_copies_in_the_workspace(monkeypatch)
 
     w.fill_(1.0)
     workspace_to_zero(spec, Problem(5, 11, 13, 2), w).zero_()
-    assert bool((w[:1024].float() == 1.0).all()) and not w[1024:].any()  # two 1024-byte copies: 1024 fp16
+    assert bool((w[:3072].float() == 1.0).all()) and not w[3072:].any()  # copies of 2048 + 4096 bytes
     plain = parse_spec("/*@launch\nentry: k\nblock: 1\ngrid: 1\nworkspace: 64\n@*/")
     assert workspace_to_zero(plain, Problem(5, 11, 13), w).numel() == w.numel()
     assert workspace_to_zero(plain, Problem(5, 11, 13), None) is None

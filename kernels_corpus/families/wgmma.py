@@ -181,8 +181,8 @@ def spec_text(p: dict) -> str:
                                f"tensor_map: B, box=(64, 64), swizzle=128{staged['B']}"]
     # staged: the padded copies (1024-byte aligned, as hgemm.params.staged_operands lays them out; B's
     # rows are K x N for NN and N x K for TN, so the larger of the two), then the grid barrier's counter
-    copies = {"A": "round_up(batch * M * round_up(K, 8) * 2, 1024)",
-              "B": "round_up(batch * max(K * round_up(N, 8), N * round_up(K, 8)) * 2, 1024)"}
+    copies = {"A": "round_up(batch * M * round_up(K, 64) * 2, 1024)",
+              "B": "round_up(batch * max(K * round_up(N, 64), N * round_up(K, 64)) * 2, 1024)"}
     workspace = " + ".join([copies[op] for op in ops] + ["1024"]) if ops else "0"
     return "\n".join([
         "/*@launch",
@@ -466,7 +466,8 @@ __device__ __forceinline__ void sts128(uint32_t addr, const uint4& v) {
 #ifdef LOADER_STAGED
 // ---------------------------------------------------------------- staged operands (rows TMA refuses)
 // Before any tile, the whole grid copies A and B into the workspace with rows padded to a multiple of
-// 8 fp16 (16 bytes), the layout hgemm.params.staged_operands gives the harness: A at byte 0, B at the
+// 64 fp16 (128 bytes: no TMA box row straddles two 128-byte lines), the layout
+// hgemm.params.staged_operands gives the harness: A at byte 0, B at the
 // next multiple of 1024. The harness's `staged=1` tensor maps describe those copies, so the TMA ring
 // below runs unchanged. Each element is realigned once, where the ldg loader realigns every A row once
 // per tile column and every B row once per tile row. A grid barrier (counter after the copies; the
@@ -481,20 +482,22 @@ REALIGN16
 #endif
 constexpr int STAGE_UNROLL = 4;  // chunks a thread loads before it realigns and stores any
 
+__host__ __device__ __forceinline__ int staged_pitch(int cols) { return (cols + 63) & ~63; }
+
 __host__ __device__ __forceinline__ long long staged_end(long long rows, int cols) {
   // bytes from a staged copy's start to the next one: rows x pitch fp16, rounded up to 1024 bytes
-  const long long pitch = (cols + 7) & ~7;
-  return (rows * pitch * 2 + 1023) & ~1023LL;
+  return (rows * staged_pitch(cols) * 2 + 1023) & ~1023LL;
 }
 
-// Chunks first, first + step, ... of a copy of `rows` rows of `cols` fp16 into rows padded to 16 bytes:
-// chunk i is elements [8c, 8c + 8) of row r (i = r * chunks + c), the pad stored as zeros. In groups of
+// Chunks first, first + step, ... of a copy of `rows` rows of `cols` fp16 into rows of staged_pitch(cols):
+// chunk i is elements [8c, 8c + 8) of row r (i = r * chunks + c), the pad stored as zeros (a chunk past
+// the row's end loads nothing: keep <= 0). In groups of
 // STAGE_UNROLL, every load of a group is issued before the realignments that wait on them, and (r, c)
 // advance by a carry instead of a 64-bit division per chunk. The grid calls it with first = its thread
 // index and step = its thread count; a test calls it on the host.
 __host__ __device__ __forceinline__ void stage_rows_from(const __half* src, __half* dst, long long rows, int cols,
                                                          long long first, long long step) {
-  const int chunks = (cols + 7) / 8;
+  const int chunks = staged_pitch(cols) / 8;
   const long long total = rows * chunks;
   const long long dr = step / chunks;
   const int dc = static_cast<int>(step - dr * chunks);

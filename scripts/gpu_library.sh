@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# One device call (nvidia-h200, ~420 s; the timeouts add up to 565 s), issue 3: the seed library re-tuned
+# One device call (nvidia-h200, ~420 s; the timeouts add up to 560 s), issue 3: the seed library re-tuned
 # over the default grid, the first full re-tune since the staged loader replaced the ldg one (session 4's:
 # benchmarks/tune/session4/).
 #   1. the family GPU tests: edge shapes (odd N among them), NN and TN. They check the wgmma epilogue
 #      written in session 7, which stores 4-byte pairs on rows that start 2 bytes off (N odd);
-#   2. `hgemm tune` over the default grid (session 4: 134 s with 2 tiles a family; 3 here, ~190 s), with
-#      goals.md against issue 3's goals;
-#   3. the tuned library on the quick grid's misaligned shapes with torch.compile max-autotune, the
-#      baseline that is strongest there (219.7 us at 4095^3, benchmarks/ldg_loader/session6_staged/);
-#   4. the plain TMA kernel on aligned shapes that differ only in row pitch (16-byte against 128-byte
+#   2. the plain TMA kernel on aligned shapes that differ only in row pitch (16-byte against 128-byte
 #      multiples, benchmarks/ldg_loader/pitch_grid.yaml). Session 7 left 8193^3 1.53x slower than 8191^3,
-#      of which the tile rounds explain 1.06x; the staged copies there have 16-byte, not 128-byte, row
+#      of which the tile rounds explain 1.06x; the staged copies there had 16-byte, not 128-byte, row
 #      pitches. If that is the cause, 4096x4104x4104 runs >= 20% slower a flop than 4096x4160x4160
 #      (same tile counts and k-tiles); if not, within ~3%;
-#   5. the library GPU tests (hgemm.matmul on random shapes).
+#   3. `hgemm tune` over the default grid (session 4: 134 s with 2 tiles a family; 3 here, ~200 s), with
+#      goals.md against issue 3's goals;
+#   4. the library GPU tests (hgemm.matmul on random shapes);
+#   5. the tuned library on the quick grid's misaligned shapes with torch.compile max-autotune, the
+#      baseline that is strongest there (219.7 us at 4095^3, benchmarks/ldg_loader/session6_staged/).
 # Expected (written before the run), from session 7's staged.json (benchmarks/ldg_loader/
 # session7_one_operand/) less the ~42 us (at 4096^2 outputs, in proportion to M x N elsewhere) that the
 # old epilogue's 2-byte stores cost on odd-N shapes:
@@ -23,20 +23,16 @@
 #   128x192 tiles (new; 3 tiles a family are shortlisted so that it is timed) 2049^3 ~64 us (1.02x) and
 #   4097^3 ~336 (0.96x); 8193^3 ~2630 (0.76x) stays the worst. Misaligned class geomean ~1.0x the
 #   strongest baseline without torch.compile (session 4: 0.30). The staged copies' rows are now padded
-#   to 128 bytes (hgemm.params.STAGED_PITCH): if step 4 finds the 16-byte pitches slow, the +1 cubes
+#   to 128 bytes (hgemm.params.STAGED_PITCH): if step 2 finds the 16-byte pitches slow, the +1 cubes
 #   gain that too, beyond the figures above.
 # Usage (GPU machine, repo root): bash scripts/gpu_library.sh [TILES]
 source scripts/gpu_env.sh
 TILES=${1:-3}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
+# In order of what must not be lost if the call runs long: the tune writes nothing until it ends, so
+# the cheap steps go first and torch.compile's autotuning (the most variable) last.
 timeout 60 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_families.py 2>&1 \
   | grep -v "PyCUDA WARNING\|failed: an illegal" | tee "$OUT/pytest_gpu_families.log" | tail -3
-start=$(date +%s)
-timeout 280 python3 -m hgemm.cli tune --grid configs/grids/default.yaml --out "$OUT/tune" --tiles "$TILES" --reps 5 \
-  2>&1 | grep -v "it/s\]" | tail -2
-echo "tune: exit ${PIPESTATUS[0]} after $(( $(date +%s) - start )) s"
-[ -d "$OUT/tune" ] && timeout 120 python3 -m hgemm.cli bench --library "$OUT/tune" --grid configs/grids/quick.yaml \
-  --classes misaligned --torch-compile --reps 5 --out "$OUT/library_misaligned_tc.json" 2>&1 | grep -v "it/s\]" | tail -1
 mkdir -p /tmp/pitch_kernels
 python3 - /tmp/pitch_kernels <<'PY'
 import sys
@@ -56,9 +52,16 @@ for pr in b["problems"]:
                     if c.get("time_us"))
     print(f"{p['M']}x{p['N']}x{p['K']}".ljust(16), row, f"| cublas {pr['best_baseline_us']:.1f}")
 PY
+start=$(date +%s)
+timeout 300 python3 -m hgemm.cli tune --grid configs/grids/default.yaml --out "$OUT/tune" --tiles "$TILES" --reps 5 \
+  2>&1 | grep -v "it/s\]" | tail -2
+echo "tune: exit ${PIPESTATUS[0]} after $(( $(date +%s) - start )) s"
 # the library's GPU tests: hgemm.matmul dispatch and correctness on random shapes
 timeout 60 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_library.py 2>&1 \
   | grep -v "PyCUDA WARNING" | tee "$OUT/pytest_gpu_library.log" | tail -2
 grep -h "^| [a-zA-Z]" "$OUT/tune/goals.md" 2>/dev/null | head -7
 grep -h "Whole grid" "$OUT/tune/goals.md" 2>/dev/null
-[ -d "$OUT/tune" ] && ( cd "$OUT" && tar czf tune.tgz tune && rm -rf tune )
+[ -d "$OUT/tune" ] && ( cd "$OUT" && tar czf tune.tgz tune )
+[ -d "$OUT/tune" ] && timeout 95 python3 -m hgemm.cli bench --library "$OUT/tune" --grid configs/grids/quick.yaml \
+  --classes misaligned --torch-compile --reps 5 --out "$OUT/library_misaligned_tc.json" 2>&1 | grep -v "it/s\]" | tail -1
+rm -rf "$OUT/tune"

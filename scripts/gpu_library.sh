@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (nvidia-h200, ~420 s; the timeouts add up to 560 s), issue 3: the seed library re-tuned
+# One device call (nvidia-h200, ~350 s; the timeouts add up to 560 s), issue 3: the seed library re-tuned
 # over the default grid, the first full re-tune since the staged loader replaced the ldg one (session 4's:
 # benchmarks/tune/session4/).
 #   1. the family GPU tests: edge shapes (odd N among them), NN and TN. They check the wgmma epilogue
@@ -9,8 +9,8 @@
 #      of which the tile rounds explain 1.06x; the staged copies there had 16-byte, not 128-byte, row
 #      pitches. If that is the cause, 4096x4104x4104 runs >= 20% slower a flop than 4096x4160x4160
 #      (same tile counts and k-tiles); if not, within ~3%;
-#   3. `hgemm tune` over the default grid (session 4: 134 s with 2 tiles a family; 3 here, ~200 s), with
-#      goals.md against issue 3's goals;
+#   3. `hgemm tune` over the default grid, 2 tiles a family (session 4: 134 s; the reference kernels are
+#      now timed on every shape too), with goals.md against issue 3's goals;
 #   4. the library GPU tests (hgemm.matmul on random shapes);
 #   5. the tuned library on the quick grid's misaligned shapes with torch.compile max-autotune, the
 #      baseline that is strongest there (219.7 us at 4095^3, benchmarks/ldg_loader/session6_staged/).
@@ -20,14 +20,14 @@
 #   4095^3 ~242 us (1.25x pad8_cublas), 4096x4095x4096 ~224 (1.26x), 8191^3 ~1670 (1.16x),
 #   2047^3 ~50 (1.26x); 4096x4096x4095 unchanged at ~222 (1.16x), now that the tune's estimate ranks
 #   the one-operand copy first (hgemm.tune.estimate). The +1 cubes lose a tile round besides: with
-#   128x192 tiles (new; 3 tiles a family are shortlisted so that it is timed) 2049^3 ~64 us (1.02x) and
+#   128x192 tiles (new; shortlisted on 2049^3 and 4097^3) 2049^3 ~64 us (1.02x) and
 #   4097^3 ~336 (0.96x); 8193^3 ~2630 (0.76x) stays the worst. Misaligned class geomean ~1.0x the
 #   strongest baseline without torch.compile (session 4: 0.30). The staged copies' rows are now padded
 #   to 128 bytes (hgemm.params.STAGED_PITCH): if step 2 finds the 16-byte pitches slow, the +1 cubes
 #   gain that too, beyond the figures above.
 # Usage (GPU machine, repo root): bash scripts/gpu_library.sh [TILES]
 source scripts/gpu_env.sh
-TILES=${1:-3}
+TILES=${1:-2}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
 # In order of what must not be lost if the call runs long: the tune writes nothing until it ends, so
 # the cheap steps go first and torch.compile's autotuning (the most variable) last.

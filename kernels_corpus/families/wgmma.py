@@ -72,7 +72,8 @@ LDG_PRODUCERS = 2
 # faster on every one. 128x256 and 256x128 win from 2047^3 up; 128x128 with 6 stages on 1023^3 and 1025^3.
 # Session 7: the +1 cubes lose a round to the tile schedule (4097^3: 561 128x256 tiles are 5 rounds on
 # 132 SMs, 4.25 of work); 128x192 tiles fill them better (726 tiles, 6 rounds of 3/4 the work: 4.5).
-STAGED = [(128, 256, 2, 4), (256, 128, 2, 4), (128, 192, 2, 5), (128, 128, 2, 6)]  # (BM, BN, CONSUMERS, STAGES)
+# It ties with 128x256 in hgemm.tune.estimate there, and ties go to the earlier tile: second in the list.
+STAGED = [(128, 256, 2, 4), (128, 192, 2, 5), (256, 128, 2, 4), (128, 128, 2, 6)]  # (BM, BN, CONSUMERS, STAGES)
 # Where only one operand's rows are refused (one odd dimension: K in NN copies A, N in NN copies B), a
 # kernel that copies only that one (`stage: A` or `B`). Expected from session 6, where the copies and
 # the barrier cost ~80 us at 4095^3: ~40 us less on 4096x4096x4095 (239 -> ~200 us) and 4096x4095x4096

@@ -63,7 +63,7 @@ def probe_model_sets(model_dir: str, row_sets: dict[str, list[dict]], make_judge
                      max_new_tokens: int) -> dict[str, dict]:
     """probe_model for several sets of rows at once (rl_hgemm: bare and in-context), one result per set.
     One load, one generation pass and one judge for all of them: at 2304-token completions each
-    generation pass is bound by its longest sequence, so session 7's four separate probes (~65 s each)
+    generation pass is bound by its longest sequence, so session 7's four separate probes (~50 s each)
     did not fit rl_hgemm's device call. A problem may appear in several sets; each set is its own."""
     import torch
 

@@ -381,7 +381,7 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
     # Each model is loaded, sampled and judged once for both sets of prompts (probe_model_sets).
     sets = {name: rows for name, rows in (("bare", bare_rows), ("context", context_rows)) if rows}
     runs = [probe_model_sets(path, sets, judge_cfg.make_judge, probe_cfg, grpo_cfg.max_completion_length)
-            if sets else {} for path in (model_dir, str(out))]
+            for path in (model_dir, str(out))] if sets else []
 
     def probe(name: str) -> dict:
         if name not in sets:

@@ -182,8 +182,10 @@ def spec_text(p: dict) -> str:
                                f"tensor_map: B, box=(64, 64), swizzle=128{staged['B']}"]
     # staged: the padded copies (1024-byte aligned, as hgemm.params.staged_operands lays them out; B's
     # rows are K x N for NN and N x K for TN, so the larger of the two), then the grid barrier's counter
-    copies = {"A": "round_up(batch * M * round_up(K, 64) * 2, 1024)",
-              "B": "round_up(batch * max(K * round_up(N, 64), N * round_up(K, 64)) * 2, 1024)"}
+    from hgemm.params import STAGED_PITCH as P  # the kernel's staged_pitch(); tests check they agree
+
+    copies = {"A": f"round_up(batch * M * round_up(K, {P}) * 2, 1024)",
+              "B": f"round_up(batch * max(K * round_up(N, {P}), N * round_up(K, {P})) * 2, 1024)"}
     workspace = " + ".join([copies[op] for op in ops] + ["1024"]) if ops else "0"
     return "\n".join([
         "/*@launch",
@@ -483,6 +485,7 @@ REALIGN16
 #endif
 constexpr int STAGE_UNROLL = 4;  // chunks a thread loads before it realigns and stores any
 
+// hgemm.params.STAGED_PITCH (64 fp16), which lays out the harness's descriptors of these copies
 __host__ __device__ __forceinline__ int staged_pitch(int cols) { return (cols + 63) & ~63; }
 
 __host__ __device__ __forceinline__ long long staged_end(long long rows, int cols) {

@@ -25,7 +25,21 @@
 #   strongest baseline without torch.compile (session 4: 0.30). The staged copies' rows are now padded
 #   to 128 bytes (hgemm.params.STAGED_PITCH): if step 2 finds the 16-byte pitches slow, the +1 cubes
 #   gain that too, beyond the figures above.
-# Usage (GPU machine, repo root): bash scripts/gpu_library.sh [TILES]
+# Measured in session 8's first call (benchmarks/tune/session8a/, the pitch probe in
+# benchmarks/ldg_loader/session8_pitch/): the family tests pass; 4095^3 252.6 us (1.20x), 4096x4095x4096
+# 232.1 (1.20x), 8191^3 1755.6, 2049^3 64.2, 2047^3 49.6; the 128-byte staged pitch took 4097^3 from 410.7
+# to 288.6 and 8193^3 from 2802 to 1849.5 (1.08x): the 16-byte pitches were the cause, as step 2 showed
+# (4096x4104x4104 at 440 TFLOP/s against 575-674 at 4160). Misaligned class 1.098x the strongest.
+# Second run (PITCH=0), after the epilogue through shared memory became the family's default
+# (benchmarks/epilogue/session8/). Predicted: 4096^3 ~191 us (0.98x cuBLAS), 8192^3 ~1.0x, 2048^3 ~0.91x;
+# batched class 0.80 -> ~0.95x cuBLAS; misaligned class ~1.13x (4095^3 ~237 us); whole grid ~1.08x cuBLAS.
+# Measured (benchmarks/tune/): 4096^3 182.2 us (0.98x), 8192^3 1.00x, 2048^3 0.89x; batched
+# class 0.893x cuBLAS; misaligned 1.151x (4095^3 233.1 us); whole grid 1.099x cuBLAS, 0.928x the
+# strongest. Third run: wgmma split-K (SPLIT_TILES) for the skinny shapes. Predicted: M = 16 and 64 at
+# 4096 x 4096 ~12-14 us (from 21.2 and 23.0; cuBLAS 13.7 and 12.7), the skinny class 0.61 -> ~0.75 of the
+# copy bandwidth, whole grid ~1.12x cuBLAS. Measured (benchmarks/tune/session8c_splitk/): refuted, slower
+# than not splitting on every skinny shape (64 x 4096 x 4096: 35.4 us); split-K left variants().
+# Usage (GPU machine, repo root): [PITCH=0] bash scripts/gpu_library.sh [TILES]
 source scripts/gpu_env.sh
 TILES=${1:-2}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
@@ -33,6 +47,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 # the cheap steps go first and torch.compile's autotuning (the most variable) last.
 timeout 60 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_families.py 2>&1 \
   | grep -v "PyCUDA WARNING\|failed: an illegal" | tee "$OUT/pytest_gpu_families.log" | tail -3
+if [ "${PITCH:-1}" = 1 ]; then
 mkdir -p /tmp/pitch_kernels
 python3 - /tmp/pitch_kernels <<'PY'
 import sys
@@ -52,6 +67,7 @@ for pr in b["problems"]:
                     if c.get("time_us"))
     print(f"{p['M']}x{p['N']}x{p['K']}".ljust(16), row, f"| cublas {pr['best_baseline_us']:.1f}")
 PY
+fi
 start=$(date +%s)
 timeout 300 python3 -m hgemm.cli tune --grid configs/grids/default.yaml --out "$OUT/tune" --tiles "$TILES" --reps 5 \
   2>&1 | grep -v "it/s\]" | tail -2

@@ -36,7 +36,8 @@ def test_family_renders_and_parses(fam):
         text = fam.render(p)
         cand = parse_candidate(text)
         assert cand.spec.entry == fam.name(p)
-        assert re.search(r'extern "C" __global__ void __launch_bounds__\([^)]*\)\s*' + cand.spec.entry + r"\(", text)
+        # (a macro may stand before `void`: the wgmma family's cluster dimensions)
+        assert re.search(r'extern "C" __global__ (?:\w+ )?void __launch_bounds__\([^)]*\)\s*' + cand.spec.entry + r"\(", text)
         for prob in EDGE_PROBLEMS:
             env = dict(prob.variables(), num_sms=132)
             grid, block, smem, ws = cand.spec.launch_dims(env)   # raises on an out-of-range grid
@@ -526,7 +527,7 @@ def test_wgmma_epilogue_stores_every_column_once_and_pairs_only_at_4_byte_addres
 
 
 def test_wgmma_spec_and_applicability():
-    for p in [*wgmma.variants(), wgmma.LDG_BEST]:
+    for p in [*wgmma.variants(), wgmma.LDG_BEST, *wgmma.SPLIT_K_TRIED]:
         spec = parse_candidate(wgmma.render(p)).spec
         assert spec.layouts == ("NN", "TN")
         if p.get("loader") == "ldg":  # no tensor maps: 2 producer warpgroups load with ld.global
@@ -541,8 +542,24 @@ def test_wgmma_spec_and_applicability():
         grid, _, smem, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=132))
         assert grid == (132, 1, 1) and smem <= 227 * 1024
         grid, _, _, _ = spec.launch_dims(dict(M=100, N=64, K=8, batch=1, num_sms=132))
-        # a staged grid is every SM, tiles or not: each CTA copies its share before the barrier
-        assert grid == ((132, 1, 1) if p.get("loader") == "staged" else (1, 1, 1))
+        # a staged grid is every SM, tiles or not: each CTA copies its share before the barrier; a
+        # cluster grid is whole clusters (the second CTA's tile lies past M here)
+        cl, sk = p.get("cluster", 1), p.get("split_k", 1)
+        units = -(-100 // p["bm"]) * -(-64 // p["bn"]) * sk   # split-K: a unit per tile and split
+        assert grid == ((132, 1, 1) if p.get("loader") == "staged" else (cl if cl > 1 else units, 1, 1))
+        if cl > 1:
+            assert "__cluster_dims__(CLUSTER, 1, 1)" in wgmma.render(p) and f"#define CLUSTER {cl}" in wgmma.render(p)
+            grid, _, _, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=131))
+            assert grid == (130, 1, 1)   # an odd SM count: whole clusters only
+    # split-K: skinny shapes whose tiles leave SMs idle, every split >= 2 k tiles; fp32 partials + counters
+    sk = dict(bm=64, bn=128, consumers=1, stages=6, group_m=8, split_k=4)
+    assert wgmma.applicable(sk, Problem(16, 4096, 4096)) and wgmma.applicable(sk, Problem(1, 4096, 14336))
+    assert not wgmma.applicable(sk, Problem(4096, 4096, 4096))      # 2048 tiles: no need to split
+    assert not wgmma.applicable(sk, Problem(16, 4096, 256))         # 4 k tiles for 4 splits
+    spec = parse_candidate(wgmma.render(sk)).spec
+    _, _, _, ws = spec.launch_dims(dict(M=16, N=4096, K=4096, batch=2, num_sms=132))
+    assert ws == 2 * 16 * 4096 * 4 + 1 * 32 * 2 * 4
+    assert not wgmma._valid(dict(sk, epilogue="smem")) and not wgmma._valid(dict(sk, cluster=2))
     big = dict(bm=128, bn=256, consumers=2, stages=4, group_m=8)
     assert wgmma.applicable(big, Problem(4096, 4096, 4096))
     assert wgmma.applicable(big, Problem(4096, 4096, 4096, layout="TN"))

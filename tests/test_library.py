@@ -100,3 +100,7 @@ def test_tune_shortlist_prefers_one_copy_and_fuller_last_waves():
     for n in (2049, 4097):
         assert any(name.startswith("wgmma_128x192x64") for name in wgmma_names(Problem(n, n, n), 2)), n
     assert wgmma_names(Problem(4096, 4096, 4096), 2)[0].startswith("wgmma_128x256x64")  # aligned: unchanged
+    # clusters (B multicast) timed where rows are off 128-byte lines, and not where they are not
+    assert any("_cl2" in n for n in wgmma_names(Problem(4096, 4104, 4104), 2))
+    assert "_cl2" in wgmma_names(Problem(4096, 4096, 4104, layout="TN"), 2)[0]
+    assert not any("_cl2" in n for n in wgmma_names(Problem(4096, 4096, 4096), 2))

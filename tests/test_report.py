@@ -205,9 +205,11 @@ def test_goals_summary_from_the_h200_tune():
     assert "| aligned 4096^3 | 1 | vs_cublas |" in md and "## Misses" in md
     assert "Whole grid (59 shapes)" in md
     assert "torch.compile max-autotune was not timed in this run" in md  # this tune left it out
-    # each miss against the run's own ceilings: 4096^3 is compute-bound (770 TFLOP/s -> 178.5 us)
-    row = next(line for line in md.splitlines() if line.startswith("| b1_m4096_n4096_k4096_NN | aligned >= 2048"))
-    assert "| compute | 178.5 |" in row
+    # each miss against the run's own ceilings: 4096^3 (0.98x cuBLAS: a miss of the 1.0 bar, not of the
+    # 0.95 one) is compute-bound (cuBLAS's 778 TFLOP/s at 8192^3 in this run -> 176.6 us)
+    assert not any(line.startswith("| b1_m4096_n4096_k4096_NN | aligned >= 2048") for line in md.splitlines())
+    row = next(line for line in md.splitlines() if line.startswith("| b1_m4096_n4096_k4096_NN | aligned 4096^3"))
+    assert "| compute | 176.6 |" in row
     results["options"]["torch_compile"] = True
     assert "not timed" not in goals_markdown(results) and "pad8_cublas, torch_compile." in goals_markdown(results)
 

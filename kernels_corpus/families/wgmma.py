@@ -10,8 +10,13 @@ split by warpgroup (128 threads, 4 consecutive warps):
   * warpgroups 1..CONSUMERS: each owns WM = BM / CONSUMERS rows of the tile and issues
     wgmma.mma_async m64nBNk16 (f32 += f16 * f16) straight from shared memory (descriptors for A and
     B), keeps one wgmma group in flight, and releases a stage on its `empty` mbarrier once the
-    wgmma group that read it has retired; the epilogue converts the fp32 accumulators to fp16 and
-    stores them straight from registers with edge predication.
+    wgmma group that read it has retired. The epilogue converts the fp32 accumulators to fp16 and
+    either parks the tile in shared memory for warps 1-3 of the producer warpgroup to store with
+    16-byte stores while the consumers start their next tile (`epilogue: smem`, the default since
+    session 8), or stores it straight from registers with edge predication.
+
+Options: `cluster: 2` runs clusters of two CTAs on vertically adjacent tiles and TMA multicasts their
+shared B tile into both; `loader` and `stage` pick how operands reach the ring (below).
 
 With two consumer warpgroups the producer gives registers back (setmaxnreg.dec 40) and the consumers
 take them (setmaxnreg.inc 232): 128*40 + 256*232 = 64512 <= 65536. With one consumer warpgroup (256
@@ -42,6 +47,7 @@ import itertools
 from .realign import REALIGN16
 
 SMEM_LIMIT = 227 * 1024
+STATIC_SMEM = 1024          # the mbarriers, as ptxas reports them (the 1024-byte alignment rounds them up)
 BK = 64                     # one 128-byte swizzle row of fp16: the K extent of a stage
 BOX_BYTES = 64 * 64 * 2     # one 64 x 64 fp16 TMA box
 
@@ -81,15 +87,61 @@ STAGED = [(128, 256, 2, 4), (128, 192, 2, 5), (256, 128, 2, 4), (128, 128, 2, 6)
 # (benchmarks/ldg_loader/session7_one_operand/): 221.8 and 266.0 us; the rest of 4096x4095x4096's time
 # was the epilogue's 2-byte stores on odd-N rows, since replaced by shifted pairs.
 STAGED_ONE = [(128, 256, 2, 4), (256, 128, 2, 4)]
+# Clusters of 2 CTAs on vertically adjacent tiles, which TMA multicasts their shared B tile to
+# (`cluster: 2`): each SM then pulls 2/3 of the operand bytes from L2 a k-step on 128x256 tiles (16 KB
+# of A + half of B's 32 KB), 5/6 on 256x128. Session 8 predicted, if L2-to-SM traffic is what holds
+# the 128x256 kernel at 676 TFLOP/s against cuBLAS's 749 at 4096^3: 203 -> 185-192 us there. Measured
+# (benchmarks/cluster/session8/): 0.94-1.01x the plain 128x256 on 128-byte row pitches, so not that;
+# but 1.16-1.44x where rows are 16-byte and not 128-byte multiples (8192x8200x8200: 2427 -> 1682 us,
+# cuBLAS 1612). 256x128 (0.92-0.95x) and 128x192 (0.81-0.91x: its 3 boxes split 2:1) lost everywhere
+# but on those pitches, and the staged copies (already 128-byte pitches) gained 0-3%: 128x256 only.
+CLUSTERED = [(128, 256, 2)]
+# Split-K (`split_k`: 2, 4, 8) for the skinny shapes (M <= 512 against N, K >= 4096), whose tiles alone
+# fill half the SMs or fewer: 64 tiles of 128x64 at 64 x 4096 x 4096, which session 8's tune ran at
+# 23.0 us against cuBLAS's 12.7 (each SM pulling ~43 GB/s). 64x128 (one m64 atom) wastes less of the
+# MMA on M <= 64. Register epilogue: the partials are fp32 atomics into the workspace. Predicted ~12-14
+# us there; measured (benchmarks/tune/session8c_splitk/): correct, but slower than not splitting on
+# every skinny shape (64 x 4096 x 4096: 35.4 us at sk4; 256 x 4096 x 4096: 45.1 against 21.8), the
+# fp32 atomics and the zeroed workspace costing more than the idle SMs. Not in variants(); kept
+# renderable, and in the GPU tests, as SPLIT_K_TRIED.
+SPLITS = (2, 4, 8)
+SPLIT_K_TRIED = [dict(bm=64, bn=128, consumers=1, stages=6, group_m=8, split_k=8),
+                 dict(bm=128, bn=64, consumers=1, stages=6, group_m=8, split_k=8),
+                 dict(bm=128, bn=128, consumers=2, stages=6, group_m=8, split_k=4)]
+# The epilogue through shared memory (`epilogue: smem`): the consumers park a finished tile in smem and
+# start the next while the producer warpgroup's idle warps store it. Its trial (scripts/gpu_epilogue.sh,
+# benchmarks/epilogue/session8/), one ring stage shallower where the parked tile needs the room, against
+# the register epilogue on the same tiles: 128x256 1.03-1.14x on single GEMMs (4096^3: 207.5 -> 190.6
+# us, cuBLAS 187.1) and 1.12-1.44x batched; 8192^3 1569 us against cuBLASLt's 1586; staged odd-N shapes
+# 1.01-1.07x, element stores and all. Every tile takes it but 128x128 with two consumers, which lost on
+# single GEMMs (0.83-0.94x) and won batched (1.10-1.27x): that one keeps both.
+BOTH_EPILOGUES = [(128, 128, 2)]
+_G = dict(group_m=8, epilogue="smem")
+EPILOGUE_SMEM_PROBE = [
+    dict(bm=128, bn=256, consumers=2, stages=3, **_G), dict(bm=256, bn=128, consumers=2, stages=3, **_G),
+    dict(bm=128, bn=192, consumers=2, stages=4, **_G), dict(bm=128, bn=128, consumers=2, stages=5, **_G),
+    dict(bm=128, bn=128, consumers=1, stages=5, **_G), dict(bm=128, bn=64, consumers=1, stages=6, **_G),
+    dict(bm=128, bn=256, consumers=2, stages=3, cluster=2, **_G),
+    dict(bm=128, bn=256, consumers=2, stages=3, loader="staged", stage="AB", **_G),
+    dict(bm=128, bn=256, consumers=2, stages=3, loader="staged", stage="B", **_G),
+]
 
 
 def _stage_bytes(p: dict) -> int:
     return (p["bm"] + p["bn"]) * BK * 2
 
 
+def _epilogue_smem(p: dict) -> bool:
+    # `epilogue: smem`: the consumers park finished tiles in smem and the producer warpgroup's idle
+    # warps store them, so the stores overlap the next tile's mainloop
+    return p.get("epilogue", "registers") == "smem"
+
+
 def _smem_bytes(p: dict) -> int:
-    # + 1024: the kernel rounds the dynamic smem base up to the 1024-byte swizzle-pattern boundary.
-    return p["stages"] * _stage_bytes(p) + 1024
+    # + 1024: the kernel rounds the dynamic smem base up to the 1024-byte swizzle-pattern boundary;
+    # the parked C tile's rows are padded by 16 bytes (C_PITCH in the kernel).
+    parked = p["bm"] * (p["bn"] * 2 + 16) if _epilogue_smem(p) else 0
+    return p["stages"] * _stage_bytes(p) + parked + 1024
 
 
 def _valid(p: dict) -> bool:
@@ -98,27 +150,45 @@ def _valid(p: dict) -> bool:
     return (
         bm % c == 0 and wm in (64, 128) and bn % 64 == 0 and 64 <= bn <= 256
         and (wm // 64) * bn // 2 <= 128
-        and _smem_bytes(p) <= SMEM_LIMIT
+        and _smem_bytes(p) + STATIC_SMEM <= SMEM_LIMIT
         and 3 <= p["stages"] <= 6
+        and _cluster(p) in (1, 2) and not (_ldg(p) and _cluster(p) > 1)   # the ldg loader has no multicast
+        and not (_ldg(p) and _epilogue_smem(p))   # nor idle producer warps to store with
+        # split-K: TMA loads, no clusters, the register epilogue (the partials are fp32 atomics)
+        and (_split(p) == 1 or (_split(p) in (2, 4, 8) and p.get("loader", "tma") == "tma"
+                                and _cluster(p) == 1 and not _epilogue_smem(p)))
     )
+
+
+def _epilogues(p: dict) -> list[dict]:
+    """p with each epilogue its tile takes: the smem one (first: ties in the tune's shortlist go to the
+    earlier), and for BOTH_EPILOGUES the register one as well."""
+    out = [dict(p, epilogue="smem")]
+    if (p["bm"], p["bn"], p["consumers"]) in BOTH_EPILOGUES:
+        out.append(dict(p))
+    return out
 
 
 def variants() -> list[dict]:
     out = []
     staged = [(tile, "AB") for tile in STAGED] + [(tile, op) for tile in STAGED_ONE for op in "AB"]
     for ((bm, bn, c, st), ops), g in itertools.product(staged, GROUP_M):
-        p = dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=g, loader="staged", stage=ops)
-        if _valid(p):
-            out.append(p)
-    for (bm, bn, c), st, g in itertools.product(TILES, STAGES, GROUP_M):
+        for p in _epilogues(dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=g, loader="staged", stage=ops)):
+            while p["stages"] > 3 and not _valid(p):   # the parked tile takes ring room
+                p["stages"] -= 1
+            if _valid(p):
+                out.append(p)
+    tiles = [(t, 1) for t in TILES] + [(t, 2) for t in CLUSTERED]
+    for ((bm, bn, c), cl), st, g in itertools.product(tiles, STAGES, GROUP_M):
         p = dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=g)
+        if cl > 1:
+            p["cluster"] = cl
         # Deep rings only where a stage is small; 48 KB stages fit 4 at most.
         if _stage_bytes(p) >= 48 * 1024 and st > 4:
             continue
         if _stage_bytes(p) <= 24 * 1024 and st < 4:
             continue
-        if _valid(p):
-            out.append(p)
+        out += [q for q in _epilogues(p) if _valid(q)]
     return out
 
 
@@ -143,8 +213,24 @@ def _producers(p: dict) -> int:
     return LDG_PRODUCERS if _ldg(p) else 1
 
 
+def _split(p: dict) -> int:
+    # k-splits a tile (SPLIT_K): fp32 partials in the workspace, the last unit converts
+    return p.get("split_k", 1)
+
+
+def _cluster(p: dict) -> int:
+    # CTAs per cluster (vertically adjacent tiles sharing B by TMA multicast); 1: no clusters
+    return p.get("cluster", 1)
+
+
 def name(p: dict) -> str:
     base = f"wgmma_{p['bm']}x{p['bn']}x{BK}_c{p['consumers']}_s{p['stages']}_g{p['group_m']}"
+    if _cluster(p) > 1:
+        base += f"_cl{_cluster(p)}"
+    if _epilogue_smem(p):
+        base += "_es"
+    if _split(p) > 1:
+        base += f"_sk{_split(p)}"
     if _staged(p):
         ops = _staged_ops(p)
         return base + "_staged" + ("" if ops == "AB" else ops)
@@ -167,9 +253,13 @@ def applicable(p: dict, problem) -> bool:
             return False
     elif bool(refused) != _ldg(p):
         return False
+    tiles = -(-problem.M // p["bm"]) * -(-problem.N // p["bn"]) * problem.batch
+    if _split(p) > 1:
+        # split-K where the tiles alone leave SMs idle and every split gets >= 2 k tiles; any M (the
+        # skinny shapes: TMA zero-fills the rows past M and reads none of them)
+        return tiles < 132 and problem.N >= 64 and problem.K >= 2 * BK * _split(p)
     if min(problem.M, problem.N, problem.K) < 64:
         return False
-    tiles = -(-problem.M // p["bm"]) * -(-problem.N // p["bn"]) * problem.batch
     # Large tiles on problems with fewer tiles than half the SMs leave most of the GPU idle.
     return p["bm"] * p["bn"] <= 128 * 128 or tiles >= 66
 
@@ -187,18 +277,30 @@ def spec_text(p: dict) -> str:
     copies = {"A": f"round_up(batch * M * round_up(K, {P}) * 2, 1024)",
               "B": f"round_up(batch * max(K * round_up(N, {P}), N * round_up(K, {P})) * 2, 1024)"}
     workspace = " + ".join([copies[op] for op in ops] + ["1024"]) if ops else "0"
+    if _split(p) > 1:   # fp32 partials of C, then a counter a tile
+        workspace = f"batch * M * N * 4 + cdiv(M, {p['bm']}) * cdiv(N, {p['bn']}) * batch * 4"
     return "\n".join([
         "/*@launch",
         f"entry: {name(p)}",
         f"block: {nt}",
-        # staged: every SM copies, whatever the number of tiles (CTAs without a tile only copy)
-        "grid: num_sms" if _staged(p) else f"grid: min(num_sms, cdiv(M, {p['bm']}) * cdiv(N, {p['bn']}) * batch)",
+        _grid(p),
         f"smem: {_smem_bytes(p)}",
         f"workspace: {workspace}",
         "layouts: NN, TN",
         *maps,
         "@*/",
     ])
+
+
+def _grid(p: dict) -> str:
+    cl = _cluster(p)
+    if _staged(p):  # every SM copies, whatever the number of tiles (CTAs without a tile only copy)
+        return "grid: num_sms" if cl == 1 else f"grid: num_sms // {cl} * {cl}"
+    if cl == 1:
+        units = f"cdiv(M, {p['bm']}) * cdiv(N, {p['bn']}) * batch" + (f" * {_split(p)}" if _split(p) > 1 else "")
+        return f"grid: min(num_sms, {units})"
+    # whole clusters, one a group of `cl` tile rows (the last may stick out past M)
+    return f"grid: {cl} * min(num_sms // {cl}, cdiv(cdiv(M, {p['bm']}), {cl}) * cdiv(N, {p['bn']}) * batch)"
 
 
 def _wgmma_fn(bn: int) -> str:
@@ -288,6 +390,102 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map
       : "memory");
 }
 
+#if CLUSTER > 1
+// ---------------------------------------------------------------- clusters (TMA multicast of B)
+// The CTAs of a cluster compute vertically adjacent tiles, so they need the same B tile: each loads a
+// share of its boxes once and TMA writes every box into all of them (the same smem offset, completing
+// on the barrier at the same offset), which cuts B's L2-to-SM traffic by the cluster size. A stage may
+// then be refilled only when the consumers of every CTA have released it, since a peer's multicast
+// writes into it too: `empty` counts the consumer warps of the whole cluster.
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA in the cluster; release/acquire orders the barrier inits before any peer's
+// use, and the last use before a CTA exits (a peer may still arrive on its barriers until then).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// Arrive on the barrier at this smem offset in CTA `rank` of the cluster (this one included). The
+// default .release.cta semantics: what the arrival publishes is that this warp's wgmma reads of the
+// stage are done (wgmma.wait_group), not any memory it wrote. An explicit .release.cluster compiles to
+// MEMBAR.ALL.GPU before every arrival, two per consumer warp a k-step, and ran the cluster kernels at
+// 0.50-0.73x the plain ones in session 8 (benchmarks/cluster/).
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"
+      ::"r"(bar), "r"(rank) : "memory");
+}
+__device__ __forceinline__ void tma_load_3d_multicast(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1,
+                                                      int c2, uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n"
+      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(cta_mask)
+      : "memory");
+}
+#endif
+
+// A consumer warp hands a stage back: to its own producer, and with clusters to every peer's as well.
+__device__ __forceinline__ void release_stage(uint32_t bar) {
+#if CLUSTER > 1
+#pragma unroll
+  for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(bar, r);
+#else
+  mbar_arrive(bar);
+#endif
+}
+
+#if SPLIT_K > 1
+// The consumer warpgroups alone (named barrier 1; the producer warpgroup runs ahead on its own).
+__device__ __forceinline__ void consumer_sync() {
+  asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMERS * 128) : "memory");
+}
+#endif
+
+#ifdef EPILOGUE_SMEM
+// ---------------------------------------------------------------- epilogue through shared memory
+// The consumers park each finished tile in smem as fp16 and go on to the next tile's mainloop; warps
+// 1-3 of the producer warpgroup (otherwise idle) copy it to C with 16-byte stores, a warp writing 512
+// contiguous bytes an instruction where the register epilogue writes 8 rows x 16 bytes. c_full and
+// c_empty pass the buffer between them. Rows are padded by 16 bytes so that the consumers' 4-byte
+// writes (8 rows x 4 lanes a warp instruction) fall in 32 distinct banks. Session 8 measured what the
+// register epilogue's stores cost (benchmarks/epilogue/): 5% at 4096^3, 29-49% on batch 16-256 of 512^3.
+constexpr int C_PITCH = BN * 2 + 16;
+constexpr int STORER_THREADS = 96;
+__device__ __forceinline__ void sts32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint4 lds128(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+  return v;
+}
+// Storer thread t's share of a parked tile: 16-byte chunks t, t + 96, ... in row-major order. A chunk
+// goes out whole where C's rows are 16-byte aligned (N % 8 == 0 and C is) and it lies inside N, else
+// element by element (odd N, the last columns).
+__device__ __forceinline__ void store_tile(uint32_t cbuf, __half* Cb, int m0, int n0, int M, int N, bool vec_ok, int t) {
+  for (int idx = t; idx < BM * (BN / 8); idx += STORER_THREADS) {
+    const int r = idx / (BN / 8), ch = idx % (BN / 8);
+    const int row = m0 + r, col = n0 + ch * 8;
+    if (row >= M || col >= N) continue;
+    const uint4 v = lds128(cbuf + r * C_PITCH + ch * 16);
+    __half* dst = Cb + static_cast<long long>(row) * N + col;
+    if (vec_ok && col + 8 <= N) {
+      *reinterpret_cast<uint4*>(dst) = v;
+      continue;
+    }
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      if (col + e < N) dst[e] = __ushort_as_half(static_cast<unsigned short>(w[e / 2] >> (16 * (e % 2))));
+  }
+}
+#endif
+
 // ---------------------------------------------------------------- wgmma
 // Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"):
 //   bits  0-13  start address >> 4           bits 16-29  leading-dimension byte offset >> 4
@@ -332,8 +530,10 @@ WGMMA_FN
 
 // Tile id -> (batch entry, first row, first column). Within a batch entry, groups of GROUP_M tile
 // rows are walked column by column, so concurrently running CTAs share A rows and B columns in L2.
+// With clusters a tile id names CLUSTER vertically adjacent tiles (tiles_m counts those pairs), one per
+// CTA of the cluster by its rank: they share their B tile, which TMA multicasts to all of them.
 struct TileCoord { int b, m0, n0; };
-__device__ __forceinline__ TileCoord tile_coord(int tile, int tiles_m, int tiles_n) {
+__device__ __forceinline__ TileCoord tile_coord(int tile, int tiles_m, int tiles_n, int rank) {
   const int per_batch = tiles_m * tiles_n;
   const int b = tile / per_batch;
   const int t = tile - b * per_batch;
@@ -342,7 +542,7 @@ __device__ __forceinline__ TileCoord tile_coord(int tile, int tiles_m, int tiles
   const int group_rows = min(tiles_m - first_m, GROUP_M);
   const int tm = first_m + (t % per_group) % group_rows;
   const int tn = (t % per_group) / group_rows;
-  return {b, tm * BM, tn * BN};
+  return {b, (tm * CLUSTER + rank) * BM, tn * BN};
 }
 
 #ifdef LOADER_LDG
@@ -584,7 +784,12 @@ __device__ __forceinline__ void stage_operands(const __half* A, const __half* B,
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
+#if CLUSTER > 1
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)   // compile-time: a plain launch forms the clusters
+#else
+#define CLUSTER_DIMS
+#endif
+extern "C" __global__ CLUSTER_DIMS void __launch_bounds__(NUM_THREADS, 1)
 ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
       int M, int N, int K, int batch, void* workspace
 #ifndef LOADER_LDG
@@ -594,13 +799,34 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   __shared__ __align__(8) uint64_t full_bar[STAGES];    // producer(s) -> consumers: stage filled
   __shared__ __align__(8) uint64_t empty_bar[STAGES];   // consumers -> producer: stage free
+#ifdef EPILOGUE_SMEM
+  __shared__ __align__(8) uint64_t c_full, c_empty;      // the parked tile: consumers <-> storer warps
+#endif
+#if SPLIT_K > 1
+  __shared__ int split_last;                             // this unit was its tile's last (consumers)
+#endif
 
   // Round the ring base up to 1024 bytes (the spec asks for 1024 bytes of slack), so every stage,
   // A/B sub-tile and B box starts on a 128B-swizzle pattern boundary (descriptor base offset 0).
   const uint32_t ring = (smem_u32(smem_raw) + 1023u) & ~1023u;
+#ifdef EPILOGUE_SMEM
+  const uint32_t cbuf = ring + STAGES * STAGE_BYTES;   // BM rows of C_PITCH bytes, after the ring
+#endif
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  const int total_tiles = tiles_m * tiles_n * batch;
+  // tile ids: CLUSTER tile rows at a time (see tile_coord); the CTAs of a cluster walk them together
+  const int pairs_m = (tiles_m + CLUSTER - 1) / CLUSTER;
+  const int total_tiles = pairs_m * tiles_n * batch;
+  const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
+#if CLUSTER > 1
+  const int rank = static_cast<int>(cluster_rank());
+#else
+  const int rank = 0;
+#endif
   const int ktiles = (K + BK - 1) / BK;
+  // Split-K (SPLIT_K > 1): a work unit is one tile's share of the k tiles, SPLIT_K units a tile in a
+  // row; with SPLIT_K == 1 units are tiles. A share may be empty when K is short (kt_end <= kt_begin).
+  const int per_split = (ktiles + SPLIT_K - 1) / SPLIT_K;
+  const int total_units = total_tiles * SPLIT_K;
   const int wg = threadIdx.x / 128;          // warpgroup index, uniform per warp
 #ifdef LOADER_STAGED
   stage_operands(A, B, M, N, K, batch, workspace);
@@ -614,12 +840,19 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
 #else
       mbar_init(smem_u32(&full_bar[s]), 1);                  // the producer's arrive.expect_tx
 #endif
-      mbar_init(smem_u32(&empty_bar[s]), CONSUMERS * 4);     // lane 0 of every consumer warp
+      mbar_init(smem_u32(&empty_bar[s]), CONSUMERS * 4 * CLUSTER);  // lane 0 of every consumer warp
     }
+#ifdef EPILOGUE_SMEM
+    mbar_init(smem_u32(&c_full), CONSUMERS * 4);   // lane 0 of every consumer warp
+    mbar_init(smem_u32(&c_empty), STORER_THREADS / 32);
+#endif
     // Make the initialised barriers visible to the async proxy (TMA complete_tx) as well.
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();   // the last CTA-wide barrier: from here the warpgroups run independently
+#if CLUSTER > 1
+  cluster_sync();    // the peers' barriers are initialised before any multicast or remote arrive
+#endif
 
   if (wg < PRODUCERS) {
     // ------------------------------------------------------------ producer warpgroup(s)
@@ -635,8 +868,8 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
     const int seg0 = pwarp * LDG_ITERS * 4 + (lane >> 3);   // this lane's segments: seg0 + 4i
     int stage = 0;
     uint32_t phase = 0;
-    for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
-      const SegmentWalk walk = segment_walk(seg0, tile_coord(tile, tiles_m, tiles_n), A, B, M, N, K);
+    for (int tile = first_tile; tile < total_tiles; tile += tile_step) {
+      const SegmentWalk walk = segment_walk(seg0, tile_coord(tile, pairs_m, tiles_n, rank), A, B, M, N, K);
       for (int kt = 0; kt < ktiles; ++kt) {
         const uint32_t sa = ring + stage * STAGE_BYTES;
         // LDG_BATCH segments in flight per lane at a time (more spill past the 128-register cap);
@@ -666,26 +899,37 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
       asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmap_b)) : "memory");
       int stage = 0;
       uint32_t phase = 0;     // parity of the current round through the ring
-      for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
-        const TileCoord tc = tile_coord(tile, tiles_m, tiles_n);
+      for (int unit = first_tile; unit < total_units; unit += tile_step) {
+        const TileCoord tc = tile_coord(unit / SPLIT_K, pairs_m, tiles_n, rank);
+        const int kt_begin = (unit % SPLIT_K) * per_split, kt_end = min(ktiles, kt_begin + per_split);
         // B boxes holding at least one column < N. Boxes wholly past N are skipped (and not counted
         // in expect_tx): their smem keeps stale data that only reaches accumulator columns >= N,
         // which the epilogue never stores. A boxes always hold >= 1 valid row (m0 < M).
         const int nbox = min(B_BOXES, (N - tc.n0 + 63) / 64);
-        const uint32_t bytes = A_BYTES + nbox * BOX_BYTES;
-        for (int kt = 0; kt < ktiles; ++kt) {
+        // With clusters, the last tile row's peer may lie wholly past M: it loads no A (its consumers
+        // compute on stale smem and store nothing) but still receives, and multicasts, B boxes.
+        const bool has_a = tc.m0 < M;
+        const uint32_t bytes = (has_a ? A_BYTES : 0) + nbox * BOX_BYTES;
+        for (int kt = kt_begin; kt < kt_end; ++kt) {
           // Wait until the consumers released this stage's previous use (round r - 1); the first
           // round waits on parity 1, which a fresh barrier reports as complete.
           mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1u);
           const uint32_t fb = smem_u32(&full_bar[stage]);
           mbar_arrive_expect_tx(fb, bytes);
           const uint32_t sa = ring + stage * STAGE_BYTES, sb = sa + A_BYTES;
-          tma_load_3d(sa, &tmap_a, fb, kt * BK, tc.m0, tc.b);              // A rows m0.., k cols
+          if (has_a) tma_load_3d(sa, &tmap_a, fb, kt * BK, tc.m0, tc.b);    // A rows m0.., k cols
           for (int j = 0; j < nbox; ++j) {
 #ifdef HGEMM_LAYOUT_TN
-            tma_load_3d(sb + j * BOX_BYTES, &tmap_b, fb, kt * BK, tc.n0 + 64 * j, tc.b);  // rows n, cols k
+            const int bc0 = kt * BK, bc1 = tc.n0 + 64 * j;   // rows n, cols k
 #else
-            tma_load_3d(sb + j * BOX_BYTES, &tmap_b, fb, tc.n0 + 64 * j, kt * BK, tc.b);  // rows k, cols n
+            const int bc0 = tc.n0 + 64 * j, bc1 = kt * BK;   // rows k, cols n
+#endif
+#if CLUSTER > 1
+            // box j comes from the CTA of rank j % CLUSTER, into every CTA of the cluster
+            if (j % CLUSTER == rank)
+              tma_load_3d_multicast(sb + j * BOX_BYTES, &tmap_b, fb, bc0, bc1, tc.b, (1u << CLUSTER) - 1);
+#else
+            tma_load_3d(sb + j * BOX_BYTES, &tmap_b, fb, bc0, bc1, tc.b);
 #endif
           }
           if (++stage == STAGES) { stage = 0; phase ^= 1u; }
@@ -698,6 +942,21 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
         if (++stage == STAGES) { stage = 0; phase ^= 1u; }
       }
     }
+#ifdef EPILOGUE_SMEM
+    else if (threadIdx.x >= 32) {   // the storer warps: every tile the consumers park, in their order
+      const int t = threadIdx.x - 32;
+      const bool vec_ok = N % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
+      uint32_t c_phase = 0;
+      for (int tile = first_tile; tile < total_tiles; tile += tile_step) {
+        const TileCoord tc = tile_coord(tile, pairs_m, tiles_n, rank);
+        mbar_wait(smem_u32(&c_full), c_phase);
+        store_tile(cbuf, C + static_cast<long long>(tc.b) * M * N, tc.m0, tc.n0, M, N, vec_ok, t);
+        __syncwarp();   // the warp's smem reads are done before it hands the buffer back
+        if (t % 32 == 0) mbar_arrive(smem_u32(&c_empty));
+        c_phase ^= 1u;
+      }
+    }
+#endif
 #endif
   } else {
     // ------------------------------------------------------------ consumer warpgroups
@@ -716,10 +975,15 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
 
     int stage = 0;
     uint32_t phase = 0;
-    for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
-      const TileCoord tc = tile_coord(tile, tiles_m, tiles_n);
+#ifdef EPILOGUE_SMEM
+    uint32_t c_phase = 0;
+#endif
+    for (int unit = first_tile; unit < total_units; unit += tile_step) {
+      const int tile = unit / SPLIT_K;
+      const TileCoord tc = tile_coord(tile, pairs_m, tiles_n, rank);
+      const int kt_begin = (unit % SPLIT_K) * per_split, kt_end = min(ktiles, kt_begin + per_split);
       int prev_stage = 0;
-      for (int kt = 0; kt < ktiles; ++kt) {
+      for (int kt = kt_begin; kt < kt_end; ++kt) {
         mbar_wait(smem_u32(&full_bar[stage]), phase);   // TMA bytes of this stage have landed
         const uint32_t sa = ring + stage * STAGE_BYTES + cw * WM * 128;
         const uint32_t sb = ring + stage * STAGE_BYTES + A_BYTES;
@@ -736,7 +1000,7 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
           const uint64_t db = make_desc(sb + kk * 2048, BOX_BYTES, 1024);
 #endif
           // The first k16 step of a tile overwrites the accumulators (scale-d = 0).
-          const int scale_d = (kt > 0 || kk > 0) ? 1 : 0;
+          const int scale_d = (kt > kt_begin || kk > 0) ? 1 : 0;
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt)
             wgmma_tile(acc[mt], make_desc(sa + mt * 64 * 128 + kk * 32, 16, 1024), db, scale_d);
@@ -749,17 +1013,72 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
         // Keep this k tile's group in flight; the previous group has retired, so its stage's smem
         // is no longer read: hand it back to the producer (one arrival per consumer warp).
         wgmma_wait<1>();
-        if (kt > 0 && lane0) mbar_arrive(smem_u32(&empty_bar[prev_stage]));
+        if (kt > kt_begin && lane0) release_stage(smem_u32(&empty_bar[prev_stage]));
         prev_stage = stage;
         if (++stage == STAGES) { stage = 0; phase ^= 1u; }
       }
       wgmma_wait<0>();
-      if (lane0) mbar_arrive(smem_u32(&empty_bar[prev_stage]));
+      if (kt_end > kt_begin && lane0) release_stage(smem_u32(&empty_bar[prev_stage]));
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) fence_reg(acc[mt][i]);
 
+#if SPLIT_K > 1
+      // Split-K: fp32 partials into the workspace (zero at launch: the harness contract); the unit that
+      // arrives last on its tile's counter converts the tile to fp16 (accumulator layout below).
+      const float* ws = reinterpret_cast<float*>(workspace) + static_cast<long long>(tc.b) * M * N;
+      if (kt_end > kt_begin) {
+        const int row_base = tc.m0 + cw * WM + warp * 16 + (lane >> 2);
+        const int col_base = tc.n0 + (lane & 3) * 2;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = row_base + mt * 64 + h * 8;
+            if (r >= M) continue;
+            float* dst = const_cast<float*>(ws) + static_cast<long long>(r) * N;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+              const int c = col_base + j * 8;
+              if (c < N) atomicAdd(dst + c, acc[mt][4 * j + 2 * h]);
+              if (c + 1 < N) atomicAdd(dst + c + 1, acc[mt][4 * j + 2 * h + 1]);
+            }
+          }
+      }
+      __threadfence();   // this unit's partials are visible device-wide before it counts itself in
+      consumer_sync();
+      if (threadIdx.x == PRODUCERS * 128) {
+        int* counters = reinterpret_cast<int*>(reinterpret_cast<float*>(workspace) + static_cast<long long>(batch) * M * N);
+        split_last = atomicAdd(counters + tile, 1) == SPLIT_K - 1;
+      }
+      consumer_sync();
+      if (split_last) {
+        __threadfence();
+        __half* Cb = C + static_cast<long long>(tc.b) * M * N;
+        for (int i = threadIdx.x - PRODUCERS * 128; i < BM * BN; i += CONSUMERS * 128) {
+          const int r = tc.m0 + i / BN, c = tc.n0 + i % BN;
+          if (r < M && c < N) Cb[static_cast<long long>(r) * N + c] = __float2half_rn(__ldcg(ws + static_cast<long long>(r) * N + c));
+        }
+      }
+#elif defined(EPILOGUE_SMEM)
+      // Park the tile (accumulator layout below) once the storers are done with the previous one.
+      mbar_wait(smem_u32(&c_empty), c_phase ^ 1u);
+      const int prow = cw * WM + warp * 16 + (lane >> 2);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const __half2 v = __floats2half2_rn(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
+            sts32(cbuf + (prow + mt * 64 + h * 8) * C_PITCH + (j * 8 + (lane & 3) * 2) * 2,
+                  *reinterpret_cast<const uint32_t*>(&v));
+          }
+      __syncwarp();
+      if (lane0) mbar_arrive(smem_u32(&c_full));
+      c_phase ^= 1u;
+#else
       // Epilogue. wgmma m64nN accumulator layout: warp w of the warpgroup holds rows 16w..16w+15;
       // register 4j + 2h + e of lane l is row 16w + l/4 + 8h, column 8j + 2(l%4) + e (j < N/8).
       // A lane's column pair (c, c + 1) starts at an even column, so it is one 4-byte store where the
@@ -810,8 +1129,12 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
             else if (col < N) crow[col] = __float2half_rn(lo);
           }
         }
+#endif
     }
   }
+#if CLUSTER > 1
+  cluster_sync();   // no CTA leaves while a peer may still arrive on its barriers
+#endif
 }
 """
 
@@ -821,6 +1144,9 @@ def render(p: dict) -> str:
         f"constexpr int BM = {p['bm']}, BN = {p['bn']};",
         f"#define CONSUMERS {p['consumers']}",
         f"#define PRODUCERS {_producers(p)}",
+        f"#define CLUSTER {_cluster(p)}",
+        f"#define SPLIT_K {_split(p)}",
+        *(["#define EPILOGUE_SMEM 1"] if _epilogue_smem(p) else []),
         *([f"#define LOADER_LDG 1\n#define LDG_BATCH_MAX {p['ldg_batch']}"] if _ldg(p) else []),
         *(["#define LDG_PAIR 1"] if _ldg(p) and p.get("realign") == "pair" else []),
         *(["#define LOADER_STAGED 1"] if _staged(p) else []),
@@ -839,6 +1165,10 @@ def render(p: dict) -> str:
         f"// {p['bm']}x{p['bn']}x{BK} CTA tile, {p['stages']}-stage full/empty mbarrier ring filled by {loads},\n"
         f"// {_producers(p)} producer warpgroup(s) + {p['consumers']} consumer warpgroup(s), persistent grid with\n"
         f"// grouped rasterisation (GROUP_M={p['group_m']}). " + needs
+        + (f"// Clusters of {_cluster(p)} CTAs on vertically adjacent tiles; TMA multicasts their shared B tile.\n"
+           if _cluster(p) > 1 else "")
+        + ("// Finished tiles are parked in shared memory and stored by the producer warpgroup's idle warps.\n"
+           if _epilogue_smem(p) else "")
     )
     body = (_BODY.replace("WGMMA_FN", _wgmma_fn(p["bn"])).replace("REALIGN16", REALIGN16)
             .replace("ENTRY(", name(p) + "("))

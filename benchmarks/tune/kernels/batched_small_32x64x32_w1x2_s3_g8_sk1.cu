@@ -57,6 +57,36 @@ __device__ __forceinline__ int swz(int r, int c) {
   else return (r * CPR + (c ^ (r & 7))) * 16;
 }
 
+#ifdef MISALIGNED_PAIR
+// A chunk of 8 fp16 elements starting `off` bytes (even, 0..14) into an aligned 16-byte block lies in
+// that block and the next. The chunk is bytes [off, off + 16) of the two blocks (lo, hi), shifted by
+// whole words (selects) and a half word (a 64-bit shift), with elements at or past `keep` (in-range
+// elements, may be <= 0) zeroed.
+// Host-callable so tests can run it. (begin realign16)
+__host__ __device__ __forceinline__ int pair_blocks(uint32_t off, int keep) {
+  // blocks holding in-range bytes: none, lo, or lo and hi
+  return keep <= 0 ? 0 : (off != 0 && 16 < static_cast<int>(off) + 2 * keep) ? 2 : 1;
+}
+__host__ __device__ __forceinline__ uint4 realign16(const uint4& lo, const uint4& hi, uint32_t off, int keep) {
+  const uint32_t v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  uint32_t t[6], u[5], w[4];
+#pragma unroll
+  for (int j = 0; j < 6; ++j) t[j] = (off & 8) ? v[j + 2] : v[j];
+#pragma unroll
+  for (int j = 0; j < 5; ++j) u[j] = (off & 4) ? t[j + 1] : t[j];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    w[j] = static_cast<uint32_t>(((static_cast<uint64_t>(u[j + 1]) << 32) | u[j]) >> ((off & 2) ? 16 : 0));
+  if (keep < 8) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) w[j] &= (2 * j < keep ? 0x0000FFFFu : 0u) | (2 * j + 1 < keep ? 0xFFFF0000u : 0u);
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+// (end realign16)
+
+#endif
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -110,12 +140,25 @@ struct TileLoader {
     for (int i = 0; i < ITERS; ++i) {
       const int q = threadIdx.x + i * NT, r = q / CPR, c = q % CPR;
       const int gr = row0 + r, gc = col0 + c * 8;
+#ifdef MISALIGNED_PAIR
+      // two aligned 16-byte loads and a register realignment instead of 8 element loads
+      const unsigned short* src = gs + (long long)gr * ld + gc;   // never dereferenced itself
+      const int keep = gr < rlim ? min(8, clim - gc) : 0;
+      const uint32_t off = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(src) & 15);
+      const uint4* blk = reinterpret_cast<const uint4*>(reinterpret_cast<uintptr_t>(src) - off);
+      const int nblk = pair_blocks(off, keep);
+      uint4 lo = make_uint4(0u, 0u, 0u, 0u), hi = lo;
+      if (nblk > 0) lo = __ldg(blk);
+      if (nblk > 1) hi = __ldg(blk + 1);
+      v[i] = realign16(lo, hi, off, keep);
+#else
       unsigned short h[8];
       const unsigned short* src = gs + (long long)gr * ld + gc;
 #pragma unroll
       for (int e = 0; e < 8; ++e) h[e] = (gr < rlim && gc + e < clim) ? __ldg(src + e) : (unsigned short)0;
       v[i] = make_uint4(h[0] | (uint32_t(h[1]) << 16), h[2] | (uint32_t(h[3]) << 16),
                         h[4] | (uint32_t(h[5]) << 16), h[6] | (uint32_t(h[7]) << 16));
+#endif
     }
   }
   // Misaligned path, part 2: 16-byte stores into the same swizzled layout the aligned path uses.

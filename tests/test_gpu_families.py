@@ -36,15 +36,9 @@ def sample(n_per_family: int, seed: int = 0) -> list[tuple[str, str]]:
         # segments in flight, and mma.sync's element loads for misaligned rows (session5/)
         if fam.__name__.endswith(".wgmma"):
             chosen += [fam.LDG_BEST, dict(fam.LDG_BEST, realign="shfl", ldg_batch=4)]
-            # every cluster (TMA multicast) tile once, at its deepest ring: the peer barriers and the
-            # pair whose second tile lies past M (4097 x 72 x 264) are theirs alone
-            deepest = {}
-            for p in params:
-                if p.get("cluster", 1) > 1:
-                    key = (p["bm"], p["bn"], p.get("loader"), p.get("stage"))
-                    if p["stages"] > deepest.get(key, {}).get("stages", 0):
-                        deepest[key] = p
-            chosen += [p for p in deepest.values() if p not in chosen]
+            # the cluster (TMA multicast) variants: the peer barriers and the pair whose second tile
+            # lies past M (4097 x 72 x 264) are theirs alone
+            chosen += [p for p in params if p.get("cluster", 1) > 1 and p not in chosen]
             # the epilogue through shared memory (storer warps), on each kind of tile and loader
             chosen += [p for p in fam.EPILOGUE_SMEM_PROBE if p not in chosen]
             # split-K, tried and not in variants(): empty k shares on the short-K shapes

@@ -10,9 +10,13 @@ import shutil
 from pathlib import Path
 
 import yaml
-from snakemake.utils import min_version, validate
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import min_version
 
-min_version("8.20")
+from stages.config_schema import config_sources, validate_config
+
+# 9.14: an output flagged update() is left in place while its job runs and restored if the job fails
+min_version("9.14")
 
 
 configfile: "configs/default.yaml"
@@ -25,7 +29,8 @@ if shutil.which("nvidia-smi") is None and os.environ.get("HGEMM_FULL") != "1":
     configfile: "configs/smoke.yaml"
 
 
-validate(config, "configs/schema.yaml")
+# one line naming the file and key on a bad config (stages/config_schema.py), before any rule is built
+validate_config(config, "configs/schema.yaml", *config_sources(workflow))
 
 RESULTS = config["results"]
 WORK = config["work"]
@@ -46,6 +51,21 @@ def stage_config(stage):
     return str(path)
 
 
+def config_file(*keys):
+    """The file a setting names (e.g. config_file("sample", "grid")), as a rule input. A missing one
+    stops the run here, naming the setting: Snakemake would otherwise drop the job whose input is
+    missing, keep that rule's old outputs and build what follows from them. Empty for a setting that
+    holds no path (rl_hgemm.shapes.grid may be an inline grid)."""
+    value = config
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    if not isinstance(value, str):
+        return []
+    if not Path(value).is_file():
+        raise WorkflowError(f"{'.'.join(keys)}: {value} does not exist")
+    return value
+
+
 def out(stage, name=""):
     return f"{RESULTS}/{stage}/{name}" if name else f"{RESULTS}/{stage}"
 
@@ -58,10 +78,17 @@ def bench_file(stage):
     return f"{RESULTS}/benchmarks/{stage}.tsv"
 
 
+def every_output(wildcards):
+    """Every stage's declared outputs. Snakemake reruns a job with missing outputs only when a job
+    downstream has to run anyway, so a deleted stage output would go unnoticed behind a newer report;
+    as inputs of `all` they are all targets of a plain `snakemake`."""
+    return sorted({str(f) for r in workflow.rules if r.name != "all" for f in r.output})
+
+
 rule all:
     default_target: True
     input:
-        out("report", "report.html"),
+        every_output,
 
 
 include: "rules/corpus.smk"

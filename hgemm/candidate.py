@@ -20,7 +20,9 @@ per line:
 
 Expressions may use the problem's variables (M, N, K, batch for a GEMM), `num_sms` (the device's
 multiprocessor count, for persistent kernels), integer literals, + - * // %, and the functions
-cdiv(a, b), round_up(a, b), min(...), max(...).
+cdiv(a, b), round_up(a, b), min(...), max(...). An expression of literals alone is checked when the
+spec is parsed (a grid dimension outside CUDA's range, a negative smem or workspace); one that uses
+variables is checked for each problem by LaunchSpec.launch_dims.
 
 The HGEMM kernel ABI, in this order:
     (const __half* A, const __half* B, __half* C, int M, int N, int K, int batch, void* workspace,
@@ -40,6 +42,7 @@ GEMM_VARIABLES = ("M", "N", "K", "batch")
 KNOWN_FIELDS = ("entry", "block", "grid", "smem", "workspace", "layouts", "tensor_map")
 SWIZZLES = (0, 32, 64, 128)
 OPERANDS = ("A", "B", "C")
+GRID_LIMITS = (2**31 - 1, 65535, 65535)  # CUDA's maximum grid dimensions x, y, z
 
 
 class SpecError(ValueError):
@@ -74,6 +77,8 @@ def _check_expr(node: ast.AST, variables: tuple[str, ...], field_name: str) -> N
         if not isinstance(node.value, int) or isinstance(node.value, bool):
             raise SpecError(field_name, f"only integer literals are allowed, got {node.value!r}")
     elif isinstance(node, ast.Name):
+        if not variables:
+            raise SpecError(field_name, f"takes integer literals only, got the name '{node.id}'")
         if node.id not in variables:
             raise SpecError(field_name, f"unknown name '{node.id}' (allowed: {', '.join(variables)})")
     elif isinstance(node, ast.BinOp):
@@ -104,6 +109,10 @@ def _eval(node: ast.AST, env: dict[str, int]) -> int:
     return _FUNCTIONS[node.func.id](*(_eval(a, env) for a in node.args))
 
 
+def _names(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) for n in ast.walk(node))
+
+
 @dataclass(frozen=True)
 class Expr:
     """An integer expression of the problem's variables, validated once at parse time."""
@@ -116,7 +125,13 @@ class Expr:
         try:
             return int(_eval(self.tree, env))
         except ZeroDivisionError:
-            raise SpecError(self.field_name, f"'{self.text}' divides by zero for {env}") from None
+            where = f" for {env}" if env else ""
+            raise SpecError(self.field_name, f"'{self.text}' divides by zero{where}") from None
+
+    def constant(self) -> int | None:
+        """The value of an expression of literals alone (None where it uses a variable), so a bad
+        constant fails at parse time rather than at its first launch."""
+        return None if _names(self.tree) else self({})
 
 
 def _parse_exprs(text: str, field_name: str, variables: tuple[str, ...]) -> list[Expr]:
@@ -165,8 +180,7 @@ class LaunchSpec:
     def launch_dims(self, env: dict[str, int]) -> tuple[tuple[int, int, int], tuple[int, int, int], int, int]:
         """(grid, block, dynamic smem bytes, workspace bytes) for concrete variables; a bad value is a SpecError."""
         grid = tuple(g(env) for g in self.grid)
-        limits = (2**31 - 1, 65535, 65535)
-        for axis, (g, lim) in enumerate(zip(grid, limits)):
+        for axis, (g, lim) in enumerate(zip(grid, GRID_LIMITS)):
             if not 1 <= g <= lim:
                 raise SpecError("grid", f"dimension {axis} = {g} for {env} is outside 1..{lim}")
         smem, workspace = self.smem(env), self.workspace(env)
@@ -288,12 +302,19 @@ def parse_spec(text: str, variables: tuple[str, ...] = GEMM_VARIABLES) -> Launch
         raise SpecError("grid", "needs 1 to 3 expressions")
     one = Expr("1", ast.Constant(1), "grid")
     grid = tuple(grid) + (one,) * (3 - len(grid))
+    for axis, (g, lim) in enumerate(zip(grid, GRID_LIMITS)):
+        value = g.constant()
+        if value is not None and not 1 <= value <= lim:
+            raise SpecError("grid", f"dimension {axis} = {value} is outside 1..{lim}")
 
     scalars = {}
     for key in ("smem", "workspace"):
         exprs = _parse_exprs(fields.get(key, "0"), key, names)
         if len(exprs) != 1:
             raise SpecError(key, "needs exactly one expression")
+        value = exprs[0].constant()
+        if value is not None and value < 0:
+            raise SpecError(key, f"{value} bytes is negative")
         scalars[key] = exprs[0]
 
     layouts = tuple(s.strip() for s in fields.get("layouts", "NN").split(",") if s.strip())

@@ -1,5 +1,9 @@
 """`hgemm check FILE...`, `hgemm bench --kernels PATH --grid GRID --out results.json`, `hgemm tune`,
-and `hgemm summarize RESULTS [--goals]` (Markdown again from a results file, no GPU needed)."""
+and `hgemm summarize RESULTS [--goals]` (Markdown again from a results file, no GPU needed).
+
+A user error (a missing or unreadable file, a bad grid, an empty selection, a bad option value) ends
+the command with one line on stderr and a non-zero exit: argparse's `error:` line for options,
+`hgemm: <file>: <what>` for files. Anything else is a bug and keeps its traceback."""
 
 from __future__ import annotations
 
@@ -9,32 +13,57 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .compile import detect_arch
-from .entry import EvalOptions
-from .problem import Problem, load_grid
+from . import __version__
+from .compile import detect_arch, name_source
+from .entry import BASELINES, TIMING_METHODS, EvalOptions
+from .problem import GridError, Problem, load_grid, select_problems
+
+
+def user_error(what: str) -> SystemExit:
+    """The one line a user error ends a command with (exit status 1)."""
+    return SystemExit(f"hgemm: {what}")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        raise user_error(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise user_error(f"{path}: not a UTF-8 text file") from None
+    except OSError as e:
+        raise user_error(f"{path}: cannot read: {e.strerror}") from None
+
+
+def candidate_paths(path: str) -> list[Path]:
+    """A .cu file, or every .cu file in a folder."""
+    p = Path(path)
+    if not p.exists():
+        raise user_error(f"{path}: no such file or folder")
+    files = sorted(p.glob("*.cu")) if p.is_dir() else [p]
+    if not files:
+        raise user_error(f"{path}: no .cu candidates in this folder")
+    return files
 
 
 def candidate_files(path: str) -> list[tuple[str, str]]:
     """(name, text) for a .cu file or every .cu file in a folder (name = file stem)."""
-    p = Path(path)
-    files = sorted(p.glob("*.cu")) if p.is_dir() else [p]
-    if not files:
-        raise SystemExit(f"no .cu candidates under {path}")
-    return [(f.stem, f.read_text()) for f in files]
+    return [(f.stem, _read_text(f)) for f in candidate_paths(path)]
 
 
 def cmd_check(args) -> int:
     from .pool import compile_all
 
     failed = 0
-    named = [nt for path in args.files for nt in candidate_files(path)]
-    for (name, _), (entry, info) in zip(named, compile_all(named, arch=args.arch, sass=True)):
+    paths = [f for path in args.files for f in candidate_paths(path)]
+    named = [(f.stem, _read_text(f)) for f in paths]  # every file read before any compile starts
+    for path, (entry, info) in zip(paths, compile_all(named, arch=args.arch, sass=True)):
         if entry is None:
             failed += 1
-            print(f"{name}: {info['status']}\n  {info['error']}")
+            print(f"{path}: {info['status']}\n  {name_source(info['error'], str(path))}")
             continue
         for layout, res in info["resources"].items():
-            print(f"{name} [{layout}]: {res['registers']} registers, {res['smem_static']} B static smem, "
+            print(f"{path} [{layout}]: {res['registers']} registers, {res['smem_static']} B static smem, "
                   f"{res['stack_frame']} B stack, spills {res['spill_stores']}/{res['spill_loads']} B")
             mix = res.get("sass")
             print("  SASS: " + (f"{mix['path']}; {mix['instructions']} instructions; "
@@ -89,15 +118,11 @@ def run_bench(named: list[tuple[str, str]], problems, options: EvalOptions, arch
 
 
 def _problems_and_options(args) -> tuple[list[Problem], EvalOptions]:
-    problems = load_grid(args.grid)
-    if args.classes:
-        problems = [p for p in problems if p.shape_class in args.classes]
-    if args.limit:
-        problems = problems[:args.limit]
+    problems = select_problems(load_grid(args.grid), args.classes, args.limit, where=args.grid)
     options = EvalOptions(reps=args.reps, timing=not args.no_timing, torch_compile=args.torch_compile,
                           timing_method=args.timing_method)
     if args.baselines:
-        options.baselines = tuple(args.baselines.split(","))
+        options.baselines = args.baselines
     return problems, options
 
 
@@ -105,6 +130,8 @@ def library_candidates(path: str, problems: list[Problem]) -> tuple[list[tuple[s
     """The library's choice for every problem, as bench candidates named `library:<kernel>`."""
     from .library import Library
 
+    if not (Path(path) / "table.json").is_file():
+        raise user_error(f"{path}: not a tuned library (no table.json; `hgemm tune --out {path}` writes one)")
     lib = Library(path)
     picks = {p: lib.lookup(p) for p in problems}
     named = sorted({(f"library:{c.name}", c.candidate.source) for c in picks.values()})
@@ -114,9 +141,9 @@ def library_candidates(path: str, problems: list[Problem]) -> tuple[list[tuple[s
 def cmd_bench(args) -> int:
     from .summary import markdown
 
-    problems, options = _problems_and_options(args)
     if bool(args.kernels) == bool(args.library):
-        raise SystemExit("give exactly one of --kernels or --library")
+        args.parser.error("give exactly one of --kernels or --library")
+    problems, options = _problems_and_options(args)
     if args.library:
         named, select = library_candidates(args.library, problems)
     else:
@@ -133,9 +160,14 @@ def cmd_bench(args) -> int:
 
 
 def cmd_tune(args) -> int:
+    from .pool import visible_gpus
     from .tune import tune
 
     problems, options = _problems_and_options(args)
+    if not visible_gpus():
+        # on a CPU a tune compiles every shortlisted variant for minutes and then keeps none: say so at once
+        raise user_error("tune needs a GPU: it keeps the fastest verified kernel, and no GPU is visible "
+                         "(compile-only checks: hgemm check FILE...)")
     table = tune(problems, args.out, options, args.tiles, args.arch)
     print((Path(args.out) / "summary.md").read_text())
     print(f"{len(table['entries'])} of {len(problems)} shapes have a verified kernel; table in {args.out}/table.json")
@@ -147,7 +179,12 @@ def cmd_summarize(args) -> int:
     on a machine that only has the committed JSON."""
     from .summary import goals_markdown, markdown
 
-    results = json.loads(Path(args.results).read_text())
+    try:
+        results = json.loads(_read_text(Path(args.results)))
+    except json.JSONDecodeError as e:
+        raise user_error(f"{args.results}: not a results JSON file (line {e.lineno}: {e.msg})") from None
+    if not isinstance(results, dict) or not isinstance(results.get("problems"), list):
+        raise user_error(f"{args.results}: not a results file of hgemm bench or tune (no 'problems' list)")
     md = goals_markdown(results) if args.goals else markdown(results)
     if args.out:
         Path(args.out).write_text(md)
@@ -155,20 +192,47 @@ def cmd_summarize(args) -> int:
     return 0
 
 
+def _int_at_least(least: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{value} is below {least}")
+        return value
+
+    return parse
+
+
+def _baselines(text: str) -> tuple[str, ...]:
+    names = tuple(s.strip() for s in text.split(",") if s.strip())
+    unknown = [n for n in names if n not in BASELINES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown baseline(s) {', '.join(unknown) or repr(text)} "
+                                         f"(known: {', '.join(BASELINES)})")
+    return names
+
+
 def _grid_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid", required=True, help="grid YAML (see configs/grids/)")
-    p.add_argument("--classes", nargs="*", help="only these shape classes of the grid")
-    p.add_argument("--limit", type=int, default=0, help="only the first N problems (0: all)")
-    p.add_argument("--reps", type=int, default=10, help="timed repetitions per contender")
-    p.add_argument("--baselines", default=None, help="comma-separated baselines (default: all but torch_compile)")
+    p.add_argument("--classes", nargs="+", help="only these shape classes of the grid")
+    p.add_argument("--limit", type=_int_at_least(0), default=0, help="only the first N problems (0: all)")
+    p.add_argument("--reps", type=_int_at_least(1), default=10, help="timed repetitions per contender")
+    p.add_argument("--baselines", type=_baselines, default=None,
+                   help="comma-separated baselines (default: all but torch_compile)")
     p.add_argument("--torch-compile", action="store_true", help="add torch.compile max-autotune (slow to tune)")
-    p.add_argument("--timing-method", default="spin_batch", choices=("spin_batch", "events"), help="how to time")
+    p.add_argument("--timing-method", "--timing", dest="timing_method", default="spin_batch", choices=TIMING_METHODS,
+                   help="spin_batch: short interleaved batches at the clocks of the moment; sustained: each contender "
+                        "back to back for 200 ms, the regime of training-like use; events: an event pair per launch")
     p.add_argument("--no-timing", action="store_true", help="verify only")
     p.add_argument("--arch", default=None, help="target arch (default: the GPU's, else sm_90a)")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="hgemm", description=__doc__)
+    parser = argparse.ArgumentParser(prog="hgemm", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check", help="parse and compile candidates, print their resource use")
     c.add_argument("files", nargs="+", help="candidate .cu files or folders of them")
@@ -185,7 +249,8 @@ def main(argv: list[str] | None = None) -> int:
 
     t = sub.add_parser("tune", help="time the seed families per shape; write the dispatch table and winners")
     t.add_argument("--out", required=True, help="library folder: table.json, kernels/, bench.json, summary.md")
-    t.add_argument("--tiles", type=int, default=5, help="distinct tile shapes per family and shape to time")
+    t.add_argument("--tiles", type=_int_at_least(1), default=5,
+                   help="distinct tile shapes per family and shape to time")
     _grid_args(t)
     t.set_defaults(fn=cmd_tune)
 
@@ -196,7 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     m.set_defaults(fn=cmd_summarize)
 
     args = parser.parse_args(argv)
-    return args.fn(args)
+    args.parser = sub.choices[args.cmd]  # for argparse-style errors that need more than one option
+    try:
+        return args.fn(args)
+    except GridError as e:  # always a user's grid or selection, never a bug
+        raise user_error(str(e)) from None
 
 
 if __name__ == "__main__":

@@ -23,7 +23,11 @@ from .candidate import Candidate
 DEFAULT_ARCH = "sm_90a"  # the H200 this project targets; used when no GPU can be asked
 BASE_FLAGS = ("-O3", "-std=c++17", "-lineinfo")
 COMPILE_TIMEOUT_S = 120.0
-CACHE_VERSION = "2"  # bump when the cached metadata (e.g. the ptxas parse) changes
+# nvcc compiles every candidate as this file in a scratch folder, so its errors (cached by content,
+# whatever file the text came from) name it; name_source() puts the user's file name in their place.
+SOURCE_NAME = "kernel.cu"
+_SOURCE_REF = re.compile(r"(?<![\w/.-])" + re.escape(SOURCE_NAME) + r"(?!\w)")
+CACHE_VERSION = "3"  # bump when the cached metadata (e.g. the ptxas parse) changes
 
 
 @dataclass
@@ -34,6 +38,7 @@ class Resources:
     spill_loads: int = 0
     stack_frame: int = 0
     barriers: int = 0
+    gmem: int = 0  # module-scope __device__ variables: state that outlives a launch
 
 
 @dataclass
@@ -120,6 +125,7 @@ def default_cache_dir() -> Path:
 _FUNC_PROPS = re.compile(r"Function properties for (\w+)\s*\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _ENTRY = re.compile(r"Compiling entry function '(\w+)'")
 _USED_LINE = re.compile(r"Used (\d+) registers[^\n]*")
+_GMEM = re.compile(r"ptxas info\s*: (\d+) bytes gmem")
 
 
 def parse_ptxas_report(text: str, entry: str) -> Resources | None:
@@ -139,6 +145,7 @@ def parse_ptxas_report(text: str, entry: str) -> Resources | None:
     for m in _FUNC_PROPS.finditer(text):
         if m.group(1) == entry:
             res.stack_frame, res.spill_stores, res.spill_loads = (int(m.group(i)) for i in (2, 3, 4))
+    res.gmem = sum(int(m.group(1)) for m in _GMEM.finditer(text))
     return res
 
 
@@ -175,7 +182,7 @@ def compile_candidate(
     cache.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hgemm-nvcc-") as tmp:
-        src, out = Path(tmp, "kernel.cu"), Path(tmp, "kernel.cubin")
+        src, out = Path(tmp, SOURCE_NAME), Path(tmp, "kernel.cubin")
         src.write_text(candidate.source)
         cmd = [nvcc, "-cubin", *flags, "-o", str(out), str(src)]
         try:
@@ -202,6 +209,12 @@ def compile_candidate(
         f.write(json.dumps(result.to_dict()))
     os.replace(tmp_meta, meta)
     return result
+
+
+def name_source(error: str, name: str) -> str:
+    """A compile error with the user's file name where nvcc wrote SOURCE_NAME ("kernel.cu(12): error"
+    becomes "mine.cu(12): error"); other file names in it (included headers) are left alone."""
+    return _SOURCE_REF.sub(lambda _: name, error)
 
 
 def _atomic_copy(src: Path, dst: Path) -> None:

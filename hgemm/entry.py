@@ -16,6 +16,17 @@ DISTRIBUTIONS = ("normal", "uniform_pos", "small_int")
 BASELINES = ("cublas", "torch", "cublaslt", "cublaslt_tuned", "pad8_cublas", "torch_compile")
 DEFAULT_BASELINES = ("cublas", "torch", "cublaslt", "cublaslt_tuned", "pad8_cublas")
 
+# A GEMM candidate may keep no module-scope __device__ variables: they outlive a launch, so a kernel
+# could remember what an earlier timed launch computed and skip the work. Scratch that must start at
+# zero belongs in the spec's workspace, which the harness zeroes before every launch. (Task kernels may
+# keep such scratch; the timing's fresh-output rotation and fresh-launch check guard them.)
+STATE_ERROR = ("{} bytes of module-scope __device__ variables: a GEMM candidate may keep no state between "
+               "launches (declare a workspace for scratch; the harness zeroes it before every launch)")
+
+# How timed launches are measured (hgemm.timing): short interleaved batches at the clocks of the moment,
+# or each contender held back to back for a fixed window, the regime of training-like use.
+TIMING_METHODS = ("spin_batch", "sustained", "events")
+
 # Result classes, worst first. `compiled` is the CPU-only outcome; `harness_error` is ours, not the kernel's.
 STATUSES = ("parse_error", "compile_error", "unsupported", "launch_error", "timeout", "crash", "wrong", "ok")
 
@@ -35,6 +46,10 @@ class EvalOptions:
     max_sets: int = 1024
     max_timing_bytes: int = 6 << 30
     slow_kernel_ms: float = 200.0  # a kernel slower than this per launch is timed with fewer launches
+    sustained_ms: float = 200.0  # timing_method "sustained": each contender's back-to-back window
+    # output rotation, per-batch sampled checks, input check and the fresh-launch guard (hgemm.rotation);
+    # off only to measure what they cost
+    fresh_outputs: bool = True
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -69,6 +84,8 @@ def compile_entry(name: str, text: str, layouts=("NN", "TN"), arch: str | None =
         seconds += r.seconds
         if not r.ok:
             return None, {"status": "compile_error", "error": r.error, "layout": layout}
+        if r.resources.gmem and tuple(variables) == GEMM_VARIABLES:
+            return None, {"status": "compile_error", "layout": layout, "error": STATE_ERROR.format(r.resources.gmem)}
         cubins[layout] = r.cubin_path
         resources[layout] = asdict(r.resources)
         if sass:

@@ -16,13 +16,26 @@ import torch
 
 from . import baselines as bl
 from .candidate import SpecError, parse_candidate
+from .clocks import ClockProbe
 from .compile import compile_candidate
 from .entry import Entry, EvalOptions
-from .params import gemm_param_buffer, workspace_to_zero
+from .params import (gemm_param_buffer, gemm_params, output_params, pack_params, param_layout, patch_params,
+                     workspace_to_zero)
 from .problem import Problem, TaskProblem
 from .runtime import KernelLaunchError, LoadedKernel, Utilities, device_properties, synchronize, utility_candidate
-from .timing import Timer, single_launch_us, tracked
+from .rotation import FRESH_RATIO, FRESH_SLACK_US, RotatingOutputs, SampledReference
+from .timing import Timer, queued_launch_us, single_launch_us, tracked
 from .verify import GuardedBuffer, check_output, problem_inputs, random_tensor, reference
+
+
+ROW_ALIGN = 512  # fp16 elements (1 KiB): each rotated output or workspace starts as aligned as its own allocation would
+
+
+def _rows(count: int, elems: int) -> torch.Tensor:
+    """`count` fp16 buffers of `elems` elements in one allocation, each starting on a 1 KiB boundary
+    (kernels may rely on vector- and TMA-aligned bases, and staged copies on STAGE_ALIGN)."""
+    stride = -(-max(1, elems) // ROW_ALIGN) * ROW_ALIGN
+    return torch.empty((count, stride), dtype=torch.float16, device="cuda")[:, :max(1, elems)]
 
 
 class ContextLost(RuntimeError):
@@ -37,6 +50,7 @@ class GemmEvaluator:
         if not util.ok:
             raise RuntimeError(f"harness utility kernels failed to compile: {util.error}")
         self.util = Utilities(util.cubin_path, self.props)
+        self.clocks = ClockProbe(self.props.get("pci_bus_id"))
         self._kernels: dict[tuple[str, str], LoadedKernel] = {}
         self._tasks = None  # the general-task evaluator, made on first use
         torch.backends.cuda.matmul.allow_tf32 = False  # the reference must be true fp32/fp64
@@ -75,16 +89,18 @@ class GemmEvaluator:
             self._kernels[key] = LoadedKernel(cubin, entry)
         return self._kernels[key]
 
-    def bind(self, kernel: LoadedKernel, spec, problem: Problem, A, B, C, W) -> Callable[[], None]:
-        """A zero-argument launcher with the parameter buffer packed once."""
+    def launch_setup(self, kernel: LoadedKernel, spec, problem: Problem) -> tuple:
+        """(grid, block, dynamic smem) from the spec, with the kernel's smem limit raised to match."""
         env = problem.variables() | {"num_sms": self.props["num_sms"]}
         grid, block, smem, _ = spec.launch_dims(env)
         if smem > self.props["max_smem_per_block_optin"]:
             raise SpecError("smem", f"{smem} bytes exceed the device's {self.props['max_smem_per_block_optin']}")
         kernel.prepare_smem(smem)
-        buf = gemm_param_buffer(spec, problem, A, B, C, W, kernel.param_layout)
-        zeroed = workspace_to_zero(spec, problem, W)
+        return grid, block, smem
 
+    @staticmethod
+    def launcher(kernel: LoadedKernel, dims: tuple, buf: bytes, zeroed: torch.Tensor | None) -> Callable[[], None]:
+        grid, block, smem = dims
         if zeroed is not None and zeroed.numel():
             def launch():
                 zeroed.zero_()  # the contract: workspace is zero at every launch, staged copies aside (timed too)
@@ -93,6 +109,12 @@ class GemmEvaluator:
             def launch():
                 kernel.launch(grid, block, buf, smem)
         return launch
+
+    def bind(self, kernel: LoadedKernel, spec, problem: Problem, A, B, C, W) -> Callable[[], None]:
+        """A zero-argument launcher with the parameter buffer packed once."""
+        dims = self.launch_setup(kernel, spec, problem)
+        buf = gemm_param_buffer(spec, problem, A, B, C, W, kernel.param_layout)
+        return self.launcher(kernel, dims, buf, workspace_to_zero(spec, problem, W))
 
     # -- verification ---------------------------------------------------------------------------
     def checked_launch(self, launch: Callable[[], None]) -> tuple[float, dict | None]:
@@ -106,23 +128,36 @@ class GemmEvaluator:
             return 0.0, {"status": "crash" if e.sticky else "launch_error", "error": str(e), "sticky": e.sticky}
         return us, None
 
-    def verify(self, entry: Entry, problem: Problem, seed: int) -> dict:
-        """Status and per-distribution checks of one candidate on one problem."""
+    def verification_inputs(self, problem: Problem, seed: int) -> list[dict]:
+        """Per distribution, guarded inputs, copies to compare against and the float64 reference: drawn
+        once per problem (fresh per evaluation) and shared by its candidates, since the reference is
+        the costly part of a check. A candidate that touches them is `wrong`, and they are put back."""
+        shared = []
+        for d_index, dist in enumerate(self.options.distributions):
+            gen = torch.Generator(device="cuda").manual_seed(seed + 7919 * d_index)
+            A, B = problem_inputs(problem, dist, gen, "cuda")
+            ref, absprod = reference(A.tensor, B.tensor, problem.layout)
+            shared.append({"distribution": dist, "A": A, "B": B, "a0": A.tensor.clone(), "b0": B.tensor.clone(),
+                           "ref": ref, "absprod": absprod})
+        return shared
+
+    def verify(self, entry: Entry, problem: Problem, seed: int, shared: list[dict] | None = None) -> dict:
+        """Status and per-distribution checks of one candidate on one problem (inputs from
+        verification_inputs, drawn here when not given)."""
         cand = parse_candidate(entry.text, entry.variables)
         if not cand.supports(problem.layout):
             return {"status": "unsupported", "error": f"layout {problem.layout} not in spec layouts {cand.spec.layouts}"}
         kernel = self._kernel(entry.cubins[problem.layout], cand.spec.entry)
         env = problem.variables() | {"num_sms": self.props["num_sms"]}
+        shared = shared if shared is not None else self.verification_inputs(problem, seed)
+        gen = torch.Generator(device="cuda").manual_seed(seed)
         checks, launch_us = [], 0.0
-        for d_index, dist in enumerate(self.options.distributions):
-            gen = torch.Generator(device="cuda").manual_seed(seed + 7919 * d_index)
-            A, B = problem_inputs(problem, dist, gen, "cuda")
+        for inputs in shared:
+            A, B, dist = inputs["A"], inputs["B"], inputs["distribution"]
             C = GuardedBuffer(problem.c_shape, torch.float16, "cuda", gen)
             C.poison()
             ws_bytes = cand.spec.workspace(env)
             W = GuardedBuffer((max(1, -(-ws_bytes // 2)),), torch.float16, "cuda", gen) if ws_bytes else None
-            a0, b0 = A.tensor.clone(), B.tensor.clone()
-            ref, absprod = reference(A.tensor, B.tensor, problem.layout)
             try:
                 launch = self.bind(kernel, cand.spec, problem, A.tensor, B.tensor, C.tensor,
                                    W.tensor if W is not None else None)
@@ -137,16 +172,19 @@ class GemmEvaluator:
             for name, buf in (("A", A), ("B", B), ("C", C)) + ((("workspace", W),) if W is not None else ()):
                 if not buf.guards_intact():
                     problems.append(f"wrote outside {name} (guard band changed)")
-            if not torch.equal(A.tensor.view(torch.int16), a0.view(torch.int16)):
-                problems.append("modified input A")
-            if not torch.equal(B.tensor.view(torch.int16), b0.view(torch.int16)):
-                problems.append("modified input B")
-            report = check_output(C.tensor, ref, absprod, problem.K, exact=dist == "small_int")
+            for name, buf, saved in (("A", A, inputs["a0"]), ("B", B, inputs["b0"])):
+                if not torch.equal(buf.tensor.view(torch.int16), saved.view(torch.int16)):
+                    problems.append(f"modified input {name}")
+            report = check_output(C.tensor, inputs["ref"], inputs["absprod"], problem.K, exact=dist == "small_int")
             checks.append({"distribution": dist, **report.to_dict()})
+            if problems:  # put the shared inputs back for the next candidate
+                for buf, saved in ((A, inputs["a0"]), (B, inputs["b0"])):
+                    buf.tensor.copy_(saved)
+                    buf.restore_guards()
             if problems or not report.ok:
                 return {"status": "wrong", "error": "; ".join(problems + ([report.detail] if report.detail else [])),
                         "checks": checks, "launch_us": launch_us}
-            del A, B, C, W, ref, absprod, a0, b0
+            del C, W
         return {"status": "ok", "checks": checks, "launch_us": launch_us}
 
     # -- one problem, many candidates -----------------------------------------------------------
@@ -162,14 +200,16 @@ class GemmEvaluator:
         opts = self.options
         seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(4), "little")
         results: dict[str, dict] = {}
+        shared = self.verification_inputs(problem, seed)
         for idx, entry in enumerate(entries):
             emit("begin", {"index": idx, "phase": "verify"})
-            res = self.verify(entry, problem, seed + 104729 * idx)
+            res = self.verify(entry, problem, seed + 104729 * idx, shared)
             res["resources"] = entry.resources.get(problem.layout, {})
             results[entry.name] = res
             emit("verified", {"index": idx, "result": res})
             if res.get("sticky"):
                 raise ContextLost(res["error"])
+        del shared
         out = {"problem": problem.to_dict(), "candidates": results, "seed": seed}
         if not opts.timing:
             return out
@@ -177,55 +217,116 @@ class GemmEvaluator:
         out.update(self.time_problem(problem, entries, results, seed))
         return out
 
-    def _make_sets(self, problem: Problem, seed: int) -> tuple[bl.Sets, int]:
+    def _make_sets(self, problem: Problem, seed: int) -> tuple[bl.Sets, int, torch.Tensor, torch.Tensor]:
+        """The timing's input sets, as views of two stacked tensors (n, batch, rows, cols) whose rows
+        start as aligned as separate allocations would: the guards check all sets in one operation."""
         set_bytes = problem.min_bytes
         want = math.ceil(self.options.l2_factor * self.props["l2_bytes"] / set_bytes)
         cap = max(1, min(self.options.max_sets, self.options.max_timing_bytes // (2 * set_bytes)))
-        n = max(1, min(want, cap))
+        n = max(2, min(want, cap))  # two at least: output rotation needs another set's product to hand
         gen = torch.Generator(device="cuda").manual_seed(seed ^ 0x5EED)
-        A = [random_tensor(problem.a_shape, "normal", gen, "cuda") for _ in range(n)]
-        B = [random_tensor(problem.b_shape, "normal", gen, "cuda") for _ in range(n)]
-        return bl.Sets(A, B), set_bytes
+        stacked = []
+        for shape in (problem.a_shape, problem.b_shape):
+            x = _rows(n, math.prod(shape)).view((n,) + tuple(shape))
+            for i in range(n):
+                x[i].copy_(random_tensor(shape, "normal", gen, "cuda"))
+            stacked.append(x)
+        A, B = stacked
+        return bl.Sets(list(A), list(B)), set_bytes, A, B
+
+    def _fresh_launch_us(self, launch: Callable[[], None], out: torch.Tensor, launches: int) -> float:
+        """The fastest of a few launches, each into an output poisoned just before it (outside the
+        event pair, queued behind a spin): what the kernel costs when it must do the work."""
+        best = math.inf
+        for _ in range(launches):
+            synchronize()
+            out.view(torch.int16).fill_(0x7E00)
+            best = min(best, queued_launch_us(self.util, launch))
+        return best
+
+    def _candidate_contender(self, entry: Entry, problem: Problem, sets: bl.Sets, env: dict) -> dict:
+        """The rotating-output contender of one verified candidate (hgemm.rotation), or a plain one
+        over one output per input set when the integrity guards are off."""
+        cand = parse_candidate(entry.text, entry.variables)
+        kernel = self._kernel(entry.cubins[problem.layout], cand.spec.entry)
+        n = len(sets)
+        m = n + 1 if self.options.fresh_outputs else n
+        outs = _rows(m, math.prod(problem.c_shape)).view((m,) + tuple(problem.c_shape))
+        outs.view(torch.int16).fill_(0x7E00)  # poisoned: an output no timed run wrote shows as NaN
+        ws_bytes = cand.spec.workspace(env)
+        ws = _rows(m + 1, -(-ws_bytes // 2)) if ws_bytes else None
+        fresh_out = torch.empty(tuple(problem.c_shape), dtype=torch.float16, device="cuda")
+        dims = self.launch_setup(kernel, cand.spec, problem)
+        spec, layout = cand.spec, None
+        by_input: dict[int, bytes] = {}
+        by_output: dict[int, list] = {}
+        which = output_params(spec)
+
+        def bind(i: int, o: int) -> Callable[[], None]:
+            # one packing per input set and one per output, patched together: pairs change every launch
+            nonlocal layout
+            W = ws[o] if ws is not None else None
+            if o not in by_output:
+                by_output[o] = gemm_params(spec, problem, sets.A[0], sets.B[0], outs[o], W)
+                layout = layout or param_layout(by_output[o], kernel.param_layout)
+            if i not in by_input:
+                by_input[i] = pack_params(gemm_params(spec, problem, sets.A[i], sets.B[i], outs[0],
+                                                      ws[0] if ws is not None else None), layout)
+            buf = patch_params(by_input[i], by_output[o], layout, which)
+            return self.launcher(kernel, dims, buf, workspace_to_zero(spec, problem, W))
+
+        fresh = self.bind(kernel, cand.spec, problem, sets.A[0], sets.B[0], fresh_out, ws[m] if ws is not None else None)
+        if self.options.fresh_outputs:
+            rot = RotatingOutputs(n, bind)
+            return {"run": rot, "rotation": rot, "outs": outs, "last": rot.last, "fresh": fresh, "fresh_out": fresh_out}
+        run, touched = tracked([bind(i, i) for i in range(n)])
+        return {"run": run, "rotation": None, "outs": outs, "last": None, "touched": touched, "fresh": fresh,
+                "fresh_out": fresh_out}
 
     def time_problem(self, problem: Problem, entries: list[Entry], results: dict[str, dict], seed: int) -> dict:
         opts = self.options
-        sets, set_bytes = self._make_sets(problem, seed)
+        sets, set_bytes, A_all, B_all = self._make_sets(problem, seed)
         n = len(sets)
         names = tuple(opts.baselines) + (("torch_compile",) if opts.torch_compile and "torch_compile" not in opts.baselines else ())
         bases, skipped = bl.make_baselines(problem, sets, names)
-        contenders: dict[str, Callable[[int], None]] = {}
-        cand_out: dict[str, tuple[list[torch.Tensor], set[int]]] = {}
         env = problem.variables() | {"num_sms": self.props["num_sms"]}
-        for entry in entries:
-            if results[entry.name]["status"] != "ok":
-                continue
-            cand = parse_candidate(entry.text, entry.variables)
-            kernel = self._kernel(entry.cubins[problem.layout], cand.spec.entry)
-            outs = [torch.empty(problem.c_shape, dtype=torch.float16, device="cuda") for _ in range(n)]
-            ws_bytes = cand.spec.workspace(env)
-            ws = [torch.empty(max(1, -(-ws_bytes // 2)), dtype=torch.float16, device="cuda") if ws_bytes else None
-                  for _ in range(n)]
-            launches = [self.bind(kernel, cand.spec, problem, sets.A[i], sets.B[i], outs[i], ws[i]) for i in range(n)]
-            for o in outs:
-                o.view(torch.int16).fill_(0x7E00)  # poisoned: the re-check sees what the timed runs wrote
-            contenders[f"cand:{entry.name}"], touched = tracked(launches)
-            cand_out[entry.name] = (outs, touched)
-        slowest_ms = max([results[e.name].get("launch_us", 0.0) / 1e3 for e in entries if e.name in cand_out] + [0.0])
+        cands = {e.name: self._candidate_contender(e, problem, sets, env) for e in entries
+                 if results[e.name]["status"] == "ok"}
+        contenders: dict[str, Callable[[int], None]] = {f"cand:{name}": c["run"] for name, c in cands.items()}
+        gen = torch.Generator(device="cuda").manual_seed(seed ^ 0xC0FFEE)
+        guarded = bool(cands) and opts.fresh_outputs
+        sampled = SampledReference(A_all, B_all, problem.layout, gen) if guarded else None
+        inputs_before = (A_all.clone(), B_all.clone()) if guarded else None
+
+        def after_batch(name: str) -> None:
+            c = cands.get(name[5:]) if name.startswith("cand:") else None
+            if c is None or c["rotation"] is None:
+                return
+            changed = ((A_all.view(torch.int16) != inputs_before[0].view(torch.int16)).any()
+                       | (B_all.view(torch.int16) != inputs_before[1].view(torch.int16)).any())
+            if c["rotation"].check_written(c["outs"], sampled, also=changed):
+                # an input changed by this candidate's batch: blamed on it, then put back for the others
+                c["modified_inputs"] = True
+                A_all.copy_(inputs_before[0])
+                B_all.copy_(inputs_before[1])
+
+        slowest_ms = max([results[e.name].get("launch_us", 0.0) / 1e3 for e in entries if e.name in cands] + [0.0])
         reps = opts.reps if slowest_ms < opts.slow_kernel_ms else 3
-        timer = Timer(self.util, n, reps=reps, target_batch_ms=opts.target_batch_ms, method=opts.timing_method)
+        timer = Timer(self.util, n, reps=reps, target_batch_ms=opts.target_batch_ms, method=opts.timing_method,
+                      clocks=self.clocks, sustained_ms=opts.sustained_ms)
 
         lt_choice = None
         for b in bases:
             if b.variants and len(b.variants) > 1:
                 # best-of-N: time each heuristic algorithm briefly, keep the fastest for the main run
-                quick = Timer(self.util, n, reps=3, target_batch_ms=1.0, method=opts.timing_method)
+                quick = Timer(self.util, n, reps=3, target_batch_ms=1.0)
                 stats = quick.time_interleaved({str(k): fn for k, fn in b.variants.items()})
                 lt_choice = min(stats, key=lambda k: stats[k].median_us)
                 b.run = b.variants[int(lt_choice)]
                 b.note += f"; best algorithm index {lt_choice}"
         for b in bases:
             contenders[b.name] = b.run
-        stats = timer.time_interleaved(contenders)
+        stats = timer.time_interleaved(contenders, after_batch=after_batch)
         synchronize()
 
         base_out = {}
@@ -243,25 +344,27 @@ class GemmEvaluator:
         best = min(verified, key=lambda k: verified[k]["timing"]["median_us"]) if verified else None
         best_us = verified[best]["timing"]["median_us"] if best else None
         cublas_us = verified.get("cublas", {}).get("timing", {}).get("median_us")
-
-        for name, (outs, touched) in cand_out.items():
+        for name, c in cands.items():
             res = results[name]
-            bad = []
-            # only sets the timed runs wrote: each was poisoned before timing, so a stale or skipped
-            # write shows as NaN here
-            for i in rng.sample(sorted(touched), min(len(touched), opts.recheck_sets)):
-                if i not in refs:
-                    refs[i] = reference(sets.A[i], sets.B[i], problem.layout)
-                report = check_output(outs[i], *refs[i], problem.K)
-                if not report.ok:
-                    bad.append(f"set {i}: {report.detail}")
             s = stats[f"cand:{name}"]
+            bad = self._recheck(c, sets, problem, refs, rng)
+            if c["rotation"] is not None and c["rotation"].failure:
+                bad.insert(0, "a timed launch left a wrong result: " + c["rotation"].failure)
+            if c.get("modified_inputs"):
+                bad.insert(0, "its timed runs modified an input set")
+            slow = results[name].get("launch_us", 0.0) > 50e3
+            fresh_us = self._fresh_launch_us(c["fresh"], c["fresh_out"], 1 if slow else 2)
+            res["fresh_launch_us"] = fresh_us
+            if opts.fresh_outputs and s.median_us < FRESH_RATIO * (fresh_us - FRESH_SLACK_US):
+                bad.append(f"timed median {s.median_us:.2f} us is under {FRESH_RATIO} of a fresh launch's "
+                           f"{fresh_us:.2f} us (less {FRESH_SLACK_US:.0f} us): the timed launches "
+                           "skipped work that a launch into a fresh output does")
             res["timing"] = s.to_dict()
             res["time_us"] = s.median_us
             res["tflops"] = problem.flops / s.median_us / 1e6
             res["gbps"] = problem.min_bytes / s.median_us / 1e3
             if bad:
-                # the timed runs wrote something else than the verified run: cached or racy results
+                # the timed runs did not do what the verified run did: cached, skipped or racy work
                 res["status"] = "wrong"
                 res["error"] = "re-check after timing failed: " + "; ".join(bad[:3])
             if best_us:
@@ -271,4 +374,22 @@ class GemmEvaluator:
         return {"baselines": base_out, "baselines_skipped": skipped, "best_baseline": best,
                 "best_baseline_us": best_us, "n_sets": n, "set_bytes": set_bytes,
                 "l2_cold": n * set_bytes >= opts.l2_factor * self.props["l2_bytes"],
-                "timing_method": opts.timing_method, "timer_overhead_us": timer.overhead_us, "reps": reps}
+                "timing_method": opts.timing_method, "timer_overhead_us": timer.overhead_us, "reps": reps,
+                "fresh_outputs": opts.fresh_outputs}
+
+    def _recheck(self, c: dict, sets: bl.Sets, problem: Problem, refs: dict, rng: random.Random) -> list[str]:
+        """The full check of a sample of the outputs the timed runs wrote, each against the product of
+        the input set that last wrote it."""
+        if c["last"] is not None:
+            written = {o: i for o, i in enumerate(c["last"]) if i >= 0}
+        else:
+            written = {i: i for i in c["touched"]}
+        bad = []
+        for o in rng.sample(sorted(written), min(len(written), self.options.recheck_sets)):
+            i = written[o]
+            if i not in refs:
+                refs[i] = reference(sets.A[i], sets.B[i], problem.layout)
+            report = check_output(c["outs"][o], *refs[i], problem.K)
+            if not report.ok:
+                bad.append(f"output {o} (input set {i}): {report.detail}")
+        return bad

@@ -2,8 +2,11 @@
 
 The same guards as for GEMMs, with the task's own ABI: fresh random inputs (several seeds), poisoned
 outputs, guard bands around every buffer, inputs checked unchanged, a float64 reference from the
-task's torch implementation, shared memory scrubbed before each checked launch, and a re-check of
-the timed runs' outputs. The timed baseline is the same torch implementation on the native dtypes.
+task's torch implementation, shared memory scrubbed before each checked launch; in timing, outputs
+that rotate across input draws with checks after every batch, inputs checked unchanged, a fresh-launch
+guard (hgemm.rotation) and a re-check of the timed runs' outputs. The timed baseline is the same torch
+implementation on the native dtypes. Task kernels may keep module-scope scratch (the seed solutions'
+last-block reductions do); the rotation makes any result remembered there a wrong one.
 """
 
 from __future__ import annotations
@@ -20,12 +23,20 @@ from .entry import Entry
 from .params import Param, pack_params
 from .problem import TaskProblem
 from .runtime import LoadedKernel, synchronize
-from .timing import Timer, tracked
+from .rotation import FRESH_RATIO, FRESH_SLACK_US, RotatingOutputs
+from .timing import Timer, queued_launch_us, tracked
 from .verify import GuardedBuffer
 
 CHECK_SEEDS = 3  # independent input draws per verification
 MAX_TASK_SETS = 64  # buffer sets for timing; tasks' inputs are cloned, not redrawn, so keep it modest
+TASK_DRAWS = 3  # independent input draws among the timing sets
+TASK_BATCH_CHECKS = 4  # outputs fully checked after each timed batch (all written ones are checked at random)
 SCALAR_CODES = {"int32": "i", "int64": "q", "float32": "f"}
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's bytes as integers, so that -0.0 against 0.0 or a changed NaN payload counts."""
+    return t.view(torch.uint8) if t.element_size() == 1 else t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
 
 
 def _compare(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> tuple[bool, str]:
@@ -136,46 +147,101 @@ class TaskEvaluator:
     def _time(self, task, sizes: dict, entries: list[Entry], results: dict, seed: int) -> dict:
         from kernels_corpus.tasks.base import torch_dtype, upcast_float64
 
-        host = task.make_inputs(sizes, torch.Generator().manual_seed(seed ^ 0x5EED))
-        first = {n: t.to("cuda") for n, t in host.items()}
-        set_bytes = sum(t.numel() * t.element_size() for t in first.values())
+        # a few independent draws, each cloned into several sets: enough sets for a cold L2, and
+        # outputs that rotate across draws (hgemm.rotation), so a stale output is a wrong one
+        draws = [{n: t.to("cuda") for n, t in task.make_inputs(sizes, torch.Generator().manual_seed((seed ^ 0x5EED) + d)).items()}
+                 for d in range(TASK_DRAWS)]
+        set_bytes = sum(t.numel() * t.element_size() for t in draws[0].values())
         set_bytes += sum(math.prod(p.shape_for(sizes)) * torch.empty((), dtype=torch_dtype(p.dtype)).element_size()
                          for p in task.outputs)
-        n = max(1, min(MAX_TASK_SETS, math.ceil(self.options.l2_factor * self.gemm.props["l2_bytes"] / set_bytes),
-                       self.options.max_timing_bytes // (2 * set_bytes)))
-        sets = [first] + [{k: v.clone() for k, v in first.items()} for _ in range(n - 1)]
-        ref = task.compute(upcast_float64(first), sizes)
+        n = max(TASK_DRAWS, min(MAX_TASK_SETS, math.ceil(self.options.l2_factor * self.gemm.props["l2_bytes"] / set_bytes),
+                                self.options.max_timing_bytes // (2 * set_bytes)))
+        content = [i % TASK_DRAWS for i in range(n)]
+        sets = [draws[i] if i < TASK_DRAWS else {k: v.clone() for k, v in draws[content[i]].items()} for i in range(n)]
+        refs = [task.compute(upcast_float64(d), sizes) for d in draws]
+        saved = [{k: v.clone() for k, v in d.items()} for d in draws]
+        guarded = self.options.fresh_outputs
+
+        def poisoned_outputs() -> dict:
+            outs = {p.name: torch.empty(p.shape_for(sizes), dtype=torch_dtype(p.dtype), device="cuda") for p in task.outputs}
+            for t in outs.values():
+                t.view(torch.uint8).fill_(0xFF if t.is_floating_point() else 0xA5)
+            return outs
+
         contenders: dict[str, Callable[[int], None]] = {}
-        outs_by_name = {}
+        cands = {}
         for entry in entries:
             if results[entry.name]["status"] != "ok":
                 continue
             cand = parse_candidate(entry.text, entry.variables)
             kernel = self.gemm._kernel(entry.cubins["NN"], cand.spec.entry)
-            outs = [{p.name: torch.empty(p.shape_for(sizes), dtype=torch_dtype(p.dtype), device="cuda")
-                     for p in task.outputs} for _ in range(n)]
-            for o in outs:
-                for t in o.values():
-                    t.view(torch.uint8).fill_(0xFF if t.is_floating_point() else 0xA5)
-            launches = [self._bind(kernel, cand.spec, task, sizes, sets[i] | outs[i]) for i in range(n)]
-            contenders[f"cand:{entry.name}"], touched = tracked(launches)
-            outs_by_name[entry.name] = (outs, touched)
+            outs = [poisoned_outputs() for _ in range(n + 1 if guarded else n)]
+            bind = (lambda i, o, kernel=kernel, cand=cand, outs=outs:
+                    self._bind(kernel, cand.spec, task, sizes, sets[i] | outs[o]))
+            if guarded:
+                rot = RotatingOutputs(n, bind, content)
+                contenders[f"cand:{entry.name}"] = rot
+                last = rot.last
+            else:
+                contenders[f"cand:{entry.name}"], touched = tracked([bind(i, i) for i in range(n)])
+                last = None
+            fresh_out = poisoned_outputs()
+            fresh = self._bind(kernel, cand.spec, task, sizes, sets[0] | fresh_out)
+            cands[entry.name] = {"outs": outs, "rotation": rot if guarded else None, "last": last,
+                                 "touched": None if guarded else touched, "fresh": (fresh, fresh_out)}
         contenders["torch"] = lambda i: task.compute(sets[i], sizes)
+        rng = random.Random(seed)
+
+        def wrong(outs: dict, d: int) -> str:
+            for p in task.outputs:
+                ok, why = _compare(outs[p.name], refs[d][p.name], task.atol, task.rtol)
+                if not ok:
+                    return f"{p.name}: {why}"
+            return ""
+
+        def after_batch(name: str) -> None:
+            c = cands.get(name[5:]) if name.startswith("cand:") else None
+            if c is None or c["rotation"] is None:
+                return
+            rot = c["rotation"]
+            for o in rng.sample(sorted(rot.written), min(len(rot.written), TASK_BATCH_CHECKS)):
+                why = wrong(c["outs"][o], content[rot.last[o]])
+                if why and not rot.failure:
+                    rot.failure = f"output {o} (input set {rot.last[o]}): {why}"
+            rot.written.clear()
+            # an input changed by this candidate's batch: blamed on it, then put back for the others
+            for i in sorted(rot.inputs_used):
+                for k, t in sets[i].items():
+                    if not torch.equal(_bits(t), _bits(saved[content[i]][k])):
+                        c["modified_inputs"] = True
+                        t.copy_(saved[content[i]][k])
+            rot.inputs_used.clear()
+
         timer = Timer(self.util, n, reps=self.options.reps, target_batch_ms=self.options.target_batch_ms,
-                      method=self.options.timing_method)
-        stats = timer.time_interleaved(contenders)
+                      method=self.options.timing_method, clocks=self.gemm.clocks, sustained_ms=self.options.sustained_ms)
+        stats = timer.time_interleaved(contenders, after_batch=after_batch)
         synchronize()
         torch_us = stats["torch"].median_us
-        rng = random.Random(seed)
-        for name, (outs, touched) in outs_by_name.items():
+        for name, c in cands.items():
             res = results[name]
+            written = ({o: i for o, i in enumerate(c["last"]) if i >= 0} if c["last"] is not None
+                       else {i: i for i in c["touched"]})
             bad = []
-            for i in rng.sample(sorted(touched), min(len(touched), self.options.recheck_sets)):
-                for p in task.outputs:
-                    ok, why = _compare(outs[i][p.name], ref[p.name], task.atol, task.rtol)
-                    if not ok:
-                        bad.append(f"set {i} {p.name}: {why}")
+            for o in rng.sample(sorted(written), min(len(written), self.options.recheck_sets)):
+                why = wrong(c["outs"][o], content[written[o]])
+                if why:
+                    bad.append(f"output {o} (input set {written[o]}): {why}")
+            if c["rotation"] is not None and c["rotation"].failure:
+                bad.insert(0, "a timed launch left a wrong result: " + c["rotation"].failure)
+            if c.get("modified_inputs"):
+                bad.insert(0, "its timed runs modified an input set")
             s = stats[f"cand:{name}"]
+            fresh, fresh_out = c["fresh"]
+            fresh_us = min(self._fresh_launch_us(fresh, fresh_out) for _ in range(2))
+            res["fresh_launch_us"] = fresh_us
+            if guarded and s.median_us < FRESH_RATIO * (fresh_us - FRESH_SLACK_US):
+                bad.append(f"timed median {s.median_us:.2f} us is under {FRESH_RATIO} of a fresh launch's "
+                           f"{fresh_us:.2f} us (less {FRESH_SLACK_US:.0f} us)")
             res.update({"timing": s.to_dict(), "time_us": s.median_us, "speedup_vs_best": torch_us / s.median_us,
                         "speedup_vs_torch": torch_us / s.median_us})
             if bad:
@@ -183,4 +249,12 @@ class TaskEvaluator:
                 res["error"] = "re-check after timing failed: " + "; ".join(bad[:3])
         return {"baselines": {"torch": {"timing": stats["torch"].to_dict(), "verified": True, "note": "task.compute"}},
                 "best_baseline": "torch", "best_baseline_us": torch_us, "n_sets": n, "set_bytes": set_bytes,
-                "timing_method": self.options.timing_method, "timer_overhead_us": timer.overhead_us}
+                "timing_method": self.options.timing_method, "timer_overhead_us": timer.overhead_us,
+                "fresh_outputs": guarded}
+
+    def _fresh_launch_us(self, launch: Callable[[], None], outs: dict) -> float:
+        """One launch into freshly poisoned outputs, queued behind a spin (see hgemm.timing)."""
+        synchronize()
+        for t in outs.values():
+            t.view(torch.uint8).fill_(0xFF if t.is_floating_point() else 0xA5)
+        return queued_launch_us(self.util, launch)

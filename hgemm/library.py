@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +81,7 @@ def tma_compatible(cand: Candidate, problem: Problem) -> bool:
 
 _default: Library | None = None
 _launchers: dict = {}
+_warned_no_gpu = False  # a process without a GPU hears it once as a warning; each fallback is logged at INFO
 
 
 def matmul(A, B, library: Library | None = None):
@@ -87,14 +89,13 @@ def matmul(A, B, library: Library | None = None):
 
     B may be K x N contiguous (layout NN) or the transpose of a contiguous N x K tensor (TN, e.g. an
     nn.Linear weight `.t()`): no copy either way. Anything else falls back to torch.matmul with a
-    logged reason."""
+    logged reason (and, on a machine without a GPU, one warning a process)."""
     import torch
 
     global _default
     reason = _unsupported(A, B)
     if reason:
-        log.info("hgemm.matmul falls back to torch.matmul: %s", reason)
-        return torch.matmul(A, B)
+        return _fall_back(A, B, reason)
     lib = library or _default
     if lib is None:
         lib = _default = Library()
@@ -111,6 +112,19 @@ def matmul(A, B, library: Library | None = None):
     C = torch.empty((batch, M, N), dtype=torch.float16, device=A.device)
     _launch(lib, problem, a, b.contiguous(), C)
     return C[0] if squeeze else C
+
+
+def _fall_back(A, B, reason: str):
+    import torch
+
+    global _warned_no_gpu
+    log.info("hgemm.matmul falls back to torch.matmul: %s", reason)
+    if not _warned_no_gpu and not torch.cuda.is_available():
+        # INFO alone goes unseen: a caller would believe the tuned kernels ran
+        _warned_no_gpu = True
+        warnings.warn("hgemm.matmul: no CUDA GPU is available, so every call runs torch.matmul instead of "
+                      "a tuned kernel", RuntimeWarning, stacklevel=3)
+    return torch.matmul(A, B)
 
 
 def _unsupported(A, B) -> str | None:

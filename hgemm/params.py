@@ -40,10 +40,10 @@ def _encode(p: Param) -> bytes:
     return struct.pack("<" + p.code, p.value)
 
 
-def pack_params(params: list[Param], layout: list[tuple[int, int]] | None = None) -> bytes:
-    """The parameter buffer. `layout` is the kernel's (offset, size) per parameter as the driver reports
-    it; a kernel whose signature does not match the ABI's parameters is a SpecError on `entry`, since
-    launching it would read garbage."""
+def param_layout(params: list[Param], layout: list[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
+    """(offset, size) per parameter: the kernel's as the driver reports it (`layout`), else natural
+    alignment from zero. A kernel whose signature does not match the ABI's parameters is a SpecError
+    on `entry`, since launching it would read garbage."""
     if layout is None:
         layout, end = [], 0
         for p in params:
@@ -53,12 +53,29 @@ def pack_params(params: list[Param], layout: list[tuple[int, int]] | None = None
             end += size
     if len(layout) != len(params):
         raise SpecError("entry", f"the kernel takes {len(layout)} parameters; the ABI passes {len(params)}")
-    buf = bytearray(max((off + size for off, size in layout), default=0))
-    for i, (p, (off, size)) in enumerate(zip(params, layout)):
+    for i, (p, (_, size)) in enumerate(zip(params, layout)):
         if size != _SIZES[p.code][0]:
             raise SpecError("entry", f"kernel parameter {i} is {size} bytes; the ABI passes {_SIZES[p.code][0]}")
+    return layout
+
+
+def pack_params(params: list[Param], layout: list[tuple[int, int]] | None = None) -> bytes:
+    """The parameter buffer, at the offsets of param_layout."""
+    layout = param_layout(params, layout)
+    buf = bytearray(max((off + size for off, size in layout), default=0))
+    for p, (off, size) in zip(params, layout):
         buf[off:off + size] = _encode(p)
     return bytes(buf)
+
+
+def patch_params(buf: bytes, params: list[Param], layout: list[tuple[int, int]], which: list[int]) -> bytes:
+    """buf with parameters `which` replaced by those of `params` (same signature): how the timing
+    rotation pairs one input set's parameters with another output's without packing anew."""
+    out = bytearray(buf)
+    for i in which:
+        off, size = layout[i]
+        out[off:off + size] = _encode(params[i])
+    return bytes(out)
 
 
 # Where a staged operand's copy starts in the workspace: a multiple of this many bytes.
@@ -128,6 +145,17 @@ def workspace_to_zero(spec, problem, W):
 def gemm_param_buffer(spec, problem, A, B, C, W=None, layout: list[tuple[int, int]] | None = None) -> bytes:
     """The packed HGEMM ABI: pointers, sizes, workspace, then one TMA descriptor per tensor_map line.
     A, B, C, W are anything with data_ptr() (torch tensors); W may be None. `layout` as in pack_params."""
+    return pack_params(gemm_params(spec, problem, A, B, C, W), layout)
+
+
+def output_params(spec) -> list[int]:
+    """Which of gemm_params' parameters depend on the output and workspace rather than on the inputs:
+    C, the workspace pointer, and the tensor maps of C and of staged copies (which live in the workspace)."""
+    return [2, 7] + [8 + j for j, t in enumerate(spec.tensor_maps) if t.staged or t.operand == "C"]
+
+
+def gemm_params(spec, problem, A, B, C, W=None) -> list[Param]:
+    """The HGEMM ABI's parameters, in order (see gemm_param_buffer)."""
     params = [Param("P", A.data_ptr()), Param("P", B.data_ptr()), Param("P", C.data_ptr()),
               Param("i", problem.M), Param("i", problem.N), Param("i", problem.K), Param("i", problem.batch),
               Param("P", W.data_ptr() if W is not None else 0)]
@@ -149,4 +177,4 @@ def gemm_param_buffer(spec, problem, A, B, C, W=None, layout: list[tuple[int, in
             else:
                 desc = tensormap.encode_tensor_map(operands[t.operand], t.box, t.swizzle)
             params.append(Param("T", desc))
-    return pack_params(params, layout)
+    return params

@@ -108,19 +108,44 @@ class TaskProblem:
         return {"task": self.task, "sizes": dict(self.sizes), "shape_class": self.shape_class, "layout": self.layout}
 
 
+class GridError(ValueError):
+    """A grid file (or inline grid) a user wrote is unusable; the message names the file and the group."""
+
+
+GROUP_KEYS = ("class", "layouts", "batch", "shapes", "cube", "M", "N", "K")
+
+
+def _range(value: dict, field: str, group: str) -> list[int]:
+    # geometric ranges ("start: 128, stop: 16384, factor: 2") keep YAML grids short; a factor below 2
+    # or a start below 1 would never pass stop, so they are refused rather than looped on
+    unknown = sorted(set(value) - {"start", "stop", "factor"})
+    if unknown:
+        raise GridError(f"grid group {group!r}: field {field}: unknown range key(s) {unknown} "
+                        "(a range is start, stop, factor)")
+    start, stop, factor = value["start"], value["stop"], value.get("factor", 2)
+    for key, x, least in (("start", start, 1), ("stop", stop, 1), ("factor", factor, 2)):
+        if not isinstance(x, int) or isinstance(x, bool) or x < least:
+            raise GridError(f"grid group {group!r}: field {field}: range {key} must be an integer >= {least}, "
+                            f"got {x!r}")
+    if stop < start:
+        raise GridError(f"grid group {group!r}: field {field}: range start {start} > stop {stop} selects nothing")
+    out, x = [], start
+    while x <= stop:
+        out.append(x)
+        x *= factor
+    return out
+
+
 def _as_list(value, field: str, group: str) -> list:
     if isinstance(value, list):
+        if not value:
+            raise GridError(f"grid group {group!r}: field {field} is an empty list")
         return value
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return [value]
     if isinstance(value, dict) and set(value) >= {"start", "stop"}:
-        # geometric ranges ("start: 128, stop: 16384, factor: 2") keep YAML grids short
-        out, x, factor = [], int(value["start"]), int(value.get("factor", 2))
-        while x <= int(value["stop"]):
-            out.append(x)
-            x *= factor
-        return out
-    raise ValueError(f"grid group {group!r}: field {field} must be an int, a list or a start/stop range")
+        return _range(value, field, group)
+    raise GridError(f"grid group {group!r}: field {field} must be an int, a list or a start/stop range, got {value!r}")
 
 
 def expand_group(group: dict) -> list[Problem]:
@@ -132,39 +157,105 @@ def expand_group(group: dict) -> list[Problem]:
       {class: C, cube: [...]}                                     M = N = K
     Each may add `layouts: [NN, TN]` (default [NN]) and `batch` (default 1).
     """
+    if not isinstance(group, dict):
+        raise GridError(f"each grid group is a mapping (class, shapes/cube/M N K, ...), got {group!r}")
     name = group.get("class", "adhoc")
+    unknown = sorted(set(group) - set(GROUP_KEYS))
+    if unknown:
+        raise GridError(f"grid group {name!r}: unknown field(s) {unknown} (known: {', '.join(GROUP_KEYS)})")
     layouts = group.get("layouts", ["NN"])
+    if not isinstance(layouts, list) or not layouts or any(x not in LAYOUTS for x in layouts):
+        raise GridError(f"grid group {name!r}: layouts must be a non-empty list of {LAYOUTS}, got {layouts!r}")
     batches = _as_list(group.get("batch", 1), "batch", name)
     shapes: list[tuple[int, int, int, int]] = []
     if "shapes" in group:
+        if not isinstance(group["shapes"], list) or not group["shapes"]:
+            raise GridError(f"grid group {name!r}: shapes must be a non-empty list, got {group['shapes']!r}")
         for s in group["shapes"]:
-            if len(s) == 3:
+            if isinstance(s, list) and len(s) == 3:
                 shapes.extend((s[0], s[1], s[2], b) for b in batches)
-            elif len(s) == 4:
+            elif isinstance(s, list) and len(s) == 4:
                 shapes.append(tuple(s))
             else:
-                raise ValueError(f"grid group {name!r}: each shape is [M, N, K] or [M, N, K, batch], got {s}")
+                raise GridError(f"grid group {name!r}: each shape is [M, N, K] or [M, N, K, batch], got {s}")
     elif "cube" in group:
         shapes = [(x, x, x, b) for x in _as_list(group["cube"], "cube", name) for b in batches]
     else:
         missing = [f for f in ("M", "N", "K") if f not in group]
         if missing:
-            raise ValueError(f"grid group {name!r}: missing field(s) {missing} (or give 'shapes' or 'cube')")
+            raise GridError(f"grid group {name!r}: missing field(s) {missing} (or give 'shapes' or 'cube')")
         dims = [_as_list(group[f], f, name) for f in ("M", "N", "K")]
         shapes = [(m, n, k, b) for m, n, k in itertools.product(*dims) for b in batches]
-    return [Problem(m, n, k, b, layout, name) for (m, n, k, b) in shapes for layout in layouts]
+    try:
+        return [Problem(m, n, k, b, layout, name) for (m, n, k, b) in shapes for layout in layouts]
+    except ValueError as e:
+        raise GridError(f"grid group {name!r}: {e}") from None
+
+
+def _read_grid(path) -> dict:
+    """The YAML mapping of a grid file; every way a file can be unusable is a GridError naming it."""
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise GridError(f"{path}: no such grid file") from None
+    except IsADirectoryError:
+        raise GridError(f"{path}: is a folder, not a grid file") from None
+    except UnicodeDecodeError:
+        raise GridError(f"{path}: not a text file") from None
+    except OSError as e:
+        raise GridError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise GridError(f"{path}: {yaml_error(e)}") from None
+    if not isinstance(data, dict):
+        raise GridError(f"{path}: a grid is a mapping with a non-empty 'groups' list"
+                        + (" (the file is empty)" if data is None else f", got {type(data).__name__}"))
+    return data
+
+
+def yaml_error(e: "yaml.YAMLError") -> str:
+    """A YAML parse error as one line: where (1-based line and column) and what."""
+    mark = getattr(e, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    what = getattr(e, "problem", None) or str(e).splitlines()[0]
+    return f"YAML syntax error at {where}{what}"
 
 
 def load_grid(path_or_dict) -> list[Problem]:
-    """Problems of a grid file (or an already-loaded dict), deduplicated, in file order."""
-    data = path_or_dict
-    if not isinstance(data, dict):
-        data = yaml.safe_load(Path(path_or_dict).read_text())
+    """Problems of a grid file (or an already-loaded dict), deduplicated, in file order. A bad grid is a
+    GridError whose message starts with the file's name."""
+    if isinstance(path_or_dict, dict):
+        data, where = path_or_dict, "inline grid"
+    else:
+        data, where = _read_grid(path_or_dict), str(path_or_dict)
     groups = data.get("groups")
     if not isinstance(groups, list) or not groups:
-        raise ValueError("a grid needs a non-empty 'groups' list")
+        raise GridError(f"{where}: a grid needs a non-empty 'groups' list")
+    unknown = sorted(set(data) - {"groups"})
+    if unknown:
+        raise GridError(f"{where}: unknown top-level key(s) {unknown} (a grid has only 'groups')")
     seen: dict[tuple, Problem] = {}
     for group in groups:
-        for p in expand_group(group):
+        try:
+            problems = expand_group(group)
+        except GridError as e:
+            raise GridError(f"{where}: {e}") from None
+        for p in problems:
             seen.setdefault((p.M, p.N, p.K, p.batch, p.layout), p)
     return list(seen.values())
+
+
+def select_problems(problems: list[Problem], classes=None, limit: int | None = None,
+                    where: str = "grid") -> list[Problem]:
+    """The problems of the given shape classes (None or empty: all), then the first `limit` (None or 0:
+    all). A class the grid lacks is a GridError rather than a quiet run over fewer (or no) shapes."""
+    if classes:
+        known = sorted({p.shape_class for p in problems})
+        missing = [c for c in classes if c not in known]
+        if missing:
+            raise GridError(f"{where}: no shape class {', '.join(map(repr, missing))} (classes: {', '.join(known)})")
+        problems = [p for p in problems if p.shape_class in classes]
+    if limit:
+        problems = problems[:limit]
+    return problems

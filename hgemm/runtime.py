@@ -44,6 +44,7 @@ def device_properties() -> dict:
         "max_smem_per_block_optin": dev.get_attribute(attr.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
         "max_regs_per_block": dev.get_attribute(attr.MAX_REGISTERS_PER_BLOCK),
         "total_memory": dev.total_memory(),
+        "pci_bus_id": dev.pci_bus_id(),  # how NVML finds this GPU (hgemm.clocks)
     }
 
 

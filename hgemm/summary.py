@@ -72,9 +72,13 @@ def markdown(results: dict, title: str = "HGEMM benchmark") -> str:
         lines.append(f"| {r['class']} | {r['candidate']} | {r['shapes']} | {r['ok']} | "
                      f"{_fmt(r['geomean_vs_cublas'])} | {_fmt(r['geomean_vs_best'])} | {_fmt(r['min_vs_best'])} |")
     if results.get("gpu_run"):
+        throttled = throttled_contenders(results)
+        lines += ["", f"Throttled contenders (NVML slowdown reasons or power/thermal capping during their "
+                      f"batches): {', '.join(throttled) if throttled else 'none'}."]
         lines += ["", "## Per shape", "",
-                  "| shape | best baseline | its µs | its TFLOP/s | best candidate | µs | TFLOP/s | vs best |",
-                  "|---|---|---:|---:|---|---:|---:|---:|"]
+                  "SM MHz: the SM clock NVML read before and after each contender's batches (min-max).", "",
+                  "| shape | best baseline | its µs | its TFLOP/s | its SM MHz | best candidate | µs | TFLOP/s | its SM MHz | vs best |",
+                  "|---|---|---:|---:|---:|---|---:|---:|---:|---:|"]
         best = best_candidate_per_problem(results)
         for pr in results["problems"]:
             p = pr["problem"]
@@ -82,10 +86,32 @@ def markdown(results: dict, title: str = "HGEMM benchmark") -> str:
             bb = pr.get("best_baseline")
             b_us = pr.get("best_baseline_us")
             b_tf = pr["baselines"][bb]["tflops"] if bb else None
+            b_clk = clock_cell(pr["baselines"][bb].get("timing")) if bb else "—"
             name, r = best.get(key, ("—", {}))
-            lines.append(f"| {key} | {bb or '—'} | {_fmt(b_us, 1)} | {_fmt(b_tf, 1)} | {name} | "
-                         f"{_fmt(r.get('time_us'), 1)} | {_fmt(r.get('tflops'), 1)} | {_fmt(r.get('speedup_vs_best'))} |")
+            lines.append(f"| {key} | {bb or '—'} | {_fmt(b_us, 1)} | {_fmt(b_tf, 1)} | {b_clk} | {name} | "
+                         f"{_fmt(r.get('time_us'), 1)} | {_fmt(r.get('tflops'), 1)} | {clock_cell(r.get('timing'))} | "
+                         f"{_fmt(r.get('speedup_vs_best'))} |")
     return "\n".join(lines) + "\n"
+
+
+def clock_cell(timing: dict | None) -> str:
+    """'1980' or '1755-1980', with ' (throttled)' where NVML saw a slowdown; '—' without readings."""
+    clocks = (timing or {}).get("clocks")
+    if not clocks:
+        return "—"
+    lo, hi = clocks["sm_mhz_min"], clocks["sm_mhz_max"]
+    return (f"{hi}" if lo == hi else f"{lo}-{hi}") + (" (throttled)" if clocks.get("throttled") else "")
+
+
+def throttled_contenders(results: dict) -> list[str]:
+    """'shape: contender' for every contender whose timing ran throttled."""
+    out = []
+    for pr in results.get("problems", []):
+        key = Problem.from_dict(pr["problem"]).key
+        timed = [(n, b.get("timing")) for n, b in pr.get("baselines", {}).items()]
+        timed += [(n, r.get("timing")) for n, r in pr.get("candidates", {}).items()]
+        out += [f"{key}: {n}" for n, t in timed if ((t or {}).get("clocks") or {}).get("throttled")]
+    return out
 
 
 # Issue 3's targets, per shape class: (label, which problems, what is compared, the bar).

@@ -55,9 +55,12 @@ class GuardedBuffer:
         self.flat = torch.empty(nbytes + 2 * self.guard, dtype=torch.uint8, device=device)
         self.tensor = self.flat[self.guard:self.guard + nbytes].view(dtype).view(shape)
         self.pattern = torch.randint(0, 256, (2 * self.guard,), generator=gen, device=device, dtype=torch.uint8)
+        self.restore_guards()
+
+    def restore_guards(self) -> None:
         g = self.guard
         self.flat[:g] = self.pattern[:g]
-        self.flat[g + nbytes:] = self.pattern[g:]
+        self.flat[g + self.nbytes:] = self.pattern[g:]
 
     def guards_intact(self) -> bool:
         g = self.guard

@@ -2,7 +2,7 @@
 rule bench:
     input:
         config=stage_config("bench"),
-        grid=config["bench"]["grid"],
+        grid=config_file("bench", "grid"),
         samples=out("sample", "metrics.json"),
         library=out("tune", "metrics.json"),
     output:

@@ -4,9 +4,13 @@ rule rl_general:
         config=stage_config("rl_general"),
         model=out("pretrain", "metrics.json"),
     output:
+        # The stage builds its outputs in a staging folder and swaps the whole folder in at the end. update():
+        # Snakemake leaves the previous ones in place while the job runs and restores them if it fails. Not
+        # metrics.json, the mark of a finished stage: it goes when the job starts, so that after a failed
+        # or killed job the stage is still to run (restored files are newer than the config edit).
         metrics=out("rl_general", "metrics.json"),
-        curves=out("rl_general", "curves.json"),
-        kernels=out("rl_general", "kernels.sqlite"),
+        curves=update(out("rl_general", "curves.json")),
+        kernels=update(out("rl_general", "kernels.sqlite")),
     params:
         model=out("pretrain"),
         work=f"{WORK}/rl_general",

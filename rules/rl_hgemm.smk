@@ -5,11 +5,16 @@ rule rl_hgemm:
         config=stage_config("rl_hgemm"),
         model=out("rl_general", "metrics.json"),
         library=out("tune", "metrics.json"),
+        grid=config_file("rl_hgemm", "shapes", "grid"),
     output:
+        # The stage builds its outputs in a staging folder and swaps the whole folder in at the end. update():
+        # Snakemake leaves the previous ones in place while the job runs and restores them if it fails. Not
+        # metrics.json, the mark of a finished stage: it goes when the job starts, so that after a failed
+        # or killed job the stage is still to run (restored files are newer than the config edit).
         metrics=out("rl_hgemm", "metrics.json"),
-        curves=out("rl_hgemm", "curves.json"),
-        heldout=out("rl_hgemm", "heldout.json"),
-        kernels=out("rl_hgemm", "kernels.sqlite"),
+        curves=update(out("rl_hgemm", "curves.json")),
+        heldout=update(out("rl_hgemm", "heldout.json")),
+        kernels=update(out("rl_hgemm", "kernels.sqlite")),
     params:
         model=out("rl_general"),
         library=out("tune"),

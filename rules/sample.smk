@@ -2,7 +2,7 @@
 rule sample:
     input:
         config=stage_config("sample"),
-        grid=config["sample"]["grid"],
+        grid=config_file("sample", "grid"),
         model=out("rl_hgemm", "metrics.json"),
         heldout=out("rl_hgemm", "heldout.json"),
         library=out("tune", "metrics.json"),

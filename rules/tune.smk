@@ -3,7 +3,7 @@
 rule tune:
     input:
         config=stage_config("tune"),
-        grid=config["tune"].get("grid", "configs/grids/default.yaml"),
+        grid=config_file("tune", "grid"),
     output:
         metrics=out("tune", "metrics.json"),
         table=out("tune", "table.json"),

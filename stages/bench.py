@@ -1,6 +1,6 @@
 """Stage: time the model's best kernel and the seed library's kernel per shape against every baseline.
 
-    python -m stages.bench --config configs/default.yaml --samples results/sample --library results/tune \
+    python -m stages.bench --config configs/default.yaml --samples results/sample --library results/tune \\
         --out results/bench
 
 Shapes: the config's grid (optionally some classes / the first N), plus every held-out shape the
@@ -24,9 +24,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hgemm.problem import Problem, load_grid
+from hgemm.problem import GridError, Problem, load_grid, select_problems
 from hgemm.summary import geomean
-from stages.common import atomic_write_text, build_dataclass, load_stage_config, write_json, write_metrics
+from stages.common import atomic_write_text, write_json, write_metrics
+from stages.config_schema import load_settings
 
 log = logging.getLogger("stages.bench")
 ROLES = ("model", "library")
@@ -82,11 +83,7 @@ def heldout_evaluated(samples_dir: str | Path) -> list[Problem]:
 
 def bench_problems(settings: BenchSettings, sampled: dict[str, tuple[Problem, str]],
                    heldout: list[Problem] = ()) -> list[Problem]:
-    problems = load_grid(settings.grid)
-    if settings.classes:
-        problems = [p for p in problems if p.shape_class in settings.classes]
-    if settings.limit:
-        problems = problems[:settings.limit]
+    problems = select_problems(load_grid(settings.grid), settings.classes, settings.limit, where=settings.grid)
     out = {p.key: p for p in problems}
     for p in list(heldout) + [p for p, _ in sampled.values()]:
         out.setdefault(p.key, p)
@@ -217,11 +214,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    settings = build_dataclass(BenchSettings, load_stage_config(args.config, "bench", args.overrides), "bench")
+    settings = load_settings(BenchSettings, "bench", args.config, args.overrides, ap.prog)
     t0 = time.time()
     out = Path(args.out)
+    try:
+        results = run(settings, args.samples, args.library, progress=not args.no_progress)
+    except GridError as e:
+        raise SystemExit(f"{ap.prog}: {e}") from None
+    # the last run's outputs stay whole until this one has results: from here a stale metrics.json
+    # would claim that the files written next belong to a finished run
     (out / "metrics.json").unlink(missing_ok=True)
-    results = run(settings, args.samples, args.library, progress=not args.no_progress)
     write_json(out / "results.json", results)
     atomic_write_text(out / "summary.md", summary_markdown(results))
     metrics = bench_metrics(settings, results, time.time() - t0)

@@ -26,7 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenizer", default=None,
                    help="tokenizer folder written by stages.tokenizer (not needed with model.use_model_tokenizer)")
     p.add_argument("--work", required=True,
-                   help="resumable state (checkpoints, TensorBoard logs); rerunning resumes from its last checkpoint")
+                   help="resumable state (checkpoints, TensorBoard logs): an unfinished run with the same settings and "
+                        "inputs resumes from its last checkpoint; other state is moved aside to <work>.previous")
     p.add_argument("--out", required=True,
                    help="output folder: final model and tokenizer, loss_curve.json, samples.jsonl, metrics.json (last)")
     p.add_argument("--deepspeed", default=None,

@@ -1,7 +1,7 @@
 """Stage: the report (HTML and Markdown) over every stage's results; see hgemm/report/.
 
-    python -m stages.report --config configs/default.yaml --corpus results/corpus --pretrain results/pretrain \
-        --rl-general results/rl_general --rl-hgemm results/rl_hgemm --tune results/tune --bench results/bench \
+    python -m stages.report --config configs/default.yaml --corpus results/corpus --pretrain results/pretrain \\
+        --rl-general results/rl_general --rl-hgemm results/rl_hgemm --tune results/tune --bench results/bench \\
         --out results/report
 
 Every input is optional: a missing folder or file becomes a "not available" section. Without a GPU
@@ -16,7 +16,8 @@ import sys
 
 from hgemm.report import ReportSettings, build_report
 from hgemm.report.inputs import ReportInputs
-from stages.common import build_dataclass, load_stage_config, write_metrics
+from stages.common import write_metrics
+from stages.config_schema import load_settings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="override one setting (value parsed as YAML); repeatable")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    settings = build_dataclass(ReportSettings, load_stage_config(args.config, "report", args.overrides), "report")
+    settings = load_settings(ReportSettings, "report", args.config, args.overrides, ap.prog)
     inputs = ReportInputs(args.corpus, args.pretrain, args.rl_general, args.rl_hgemm, args.tune, args.bench,
                           args.tokenizer, args.sample, args.stage_times)
     summary = build_report(inputs, settings, args.out)

@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from stages.common import build_dataclass, guard_resume, load_stage_config
+from stages.common import build_dataclass, load_stage_config, prepare_work_dir, publish, resume_key, staging_dir
 
 STAGE = "rl_general"
 
@@ -50,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True,
                    help="YAML with tasks/judge/reward/grpo sections, or an experiment config with an 'rl_general' section")
     p.add_argument("--model", required=True, help="model folder to start from (stages.pretrain's --out: model + tokenizer)")
-    p.add_argument("--work", required=True, help="resumable state: checkpoints, TensorBoard logs, the kernel DB while training")
+    p.add_argument("--work", required=True,
+                   help="resumable state (checkpoints, TensorBoard logs, the kernel DB while training): an unfinished "
+                        "run with the same settings and inputs resumes; other state is moved aside to <work>.previous")
     p.add_argument("--out", required=True,
                    help="output folder: model + tokenizer, kernels.sqlite, curves.json, metrics.json (last)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -134,7 +136,7 @@ def best_per_task(db, pairs) -> dict[str, dict]:
 
 def run(config: dict, model_dir: str, work_dir: str, out_dir: str) -> dict:
 
-    from training.grpo import GRPOSettings, JudgeSettings, finish_stage, load_policy, resume_key, train_and_save
+    from training.grpo import GRPOSettings, JudgeSettings, finish_stage, load_policy, resume_settings, train_and_save
     from training.kerneldb import KernelDB
     from training.probe import ProbeSettings, probe_model, probe_summary, spread
     from training.rewards import RewardSettings
@@ -150,10 +152,9 @@ def run(config: dict, model_dir: str, work_dir: str, out_dir: str) -> dict:
     probe_cfg = build_dataclass(ProbeSettings, config.get("probe") or {}, "rl_general.probe")
     pairs = task_problems(tasks_cfg)
 
-    out = Path(out_dir)
-    (out / "metrics.json").unlink(missing_ok=True)  # a stale one would claim this run finished
-    resumable = guard_resume(work_dir, resume_key(grpo_cfg, model=str(Path(model_dir).resolve()),
-                                                  tasks=asdict(tasks_cfg), reward=asdict(reward_cfg)))
+    settings = resume_settings(grpo_cfg, tasks=asdict(tasks_cfg), reward=asdict(reward_cfg))
+    resumable = prepare_work_dir(work_dir, resume_key(settings, {"model": model_dir}))
+    out = staging_dir(out_dir)  # swapped in for out_dir at the end: a failed run leaves the old outputs whole
     model, tokenizer = load_policy(model_dir)
     dataset, skipped, no_reference = build_dataset(pairs, tokenizer, grpo_cfg.max_prompt_length, tasks_cfg.repeats,
                                                    tasks_cfg.show_reference)
@@ -172,8 +173,10 @@ def run(config: dict, model_dir: str, work_dir: str, out_dir: str) -> dict:
     summary = train_and_save(model, tokenizer, dataset, grpo_cfg, judge, db, reward_cfg, STAGE, work_dir,
                              resumable, out)
     after = probe(str(out))
+    if after:
+        after["model"] = str(out_dir)  # where the trained model is published
 
-    return finish_stage(
+    metrics = finish_stage(
         STAGE, out, db, judge.gpu, "parse+compile+verify+time (GPU)", reward_cfg, summary, wall_start, config,
         best_per_task=best_per_task(db, pairs),
         probe=probe_summary(before, after),
@@ -181,6 +184,8 @@ def run(config: dict, model_dir: str, work_dir: str, out_dir: str) -> dict:
                "excluded": tasks_cfg.exclude, "prompts": len(dataset),
                "reference_shown": tasks_cfg.show_reference, "reference_too_long": no_reference},
     )
+    publish(out, out_dir, work_dir)
+    return metrics
 
 
 def main(argv=None) -> None:

@@ -1,7 +1,7 @@
 """Stage 3: HGEMM-specialised GRPO over the size/batch grid, with a held-out set and contrastive prompts.
 
-    python -m stages.rl_hgemm --config configs/sections/rl_hgemm.yaml --model results/rl_general \
-        --library results/library --work work/rl_hgemm --out results/rl_hgemm
+    python -m stages.rl_hgemm --config configs/sections/rl_hgemm.yaml --model results/rl_general \\
+        --library results/tune --work work/rl_hgemm --out results/rl_hgemm
 
 Shapes. The grid (a grid YAML path or an inline grid) is split into held-out shapes (listed in the
 config, plus a deterministic hash-based fraction) and training shapes. Held-out shapes are written to
@@ -43,7 +43,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hgemm.problem import Problem, load_grid
-from stages.common import build_dataclass, guard_resume, load_stage_config, write_json
+from stages.common import (
+    build_dataclass,
+    load_stage_config,
+    prepare_work_dir,
+    publish,
+    resume_key,
+    staging_dir,
+    write_json,
+)
 
 STAGE = "rl_hgemm"
 
@@ -320,7 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="model folder to start from (stages.rl_general's --out)")
     p.add_argument("--library", default=None,
                    help="seed library folder (table.json + kernels/<name>.cu) for contrastive context; may be missing or empty")
-    p.add_argument("--work", required=True, help="resumable state: checkpoints, TensorBoard logs, the kernel DB while training")
+    p.add_argument("--work", required=True,
+                   help="resumable state (checkpoints, TensorBoard logs, the kernel DB while training): an unfinished "
+                        "run with the same settings and inputs resumes; other state is moved aside to <work>.previous")
     p.add_argument("--out", required=True,
                    help="output folder: model + tokenizer, kernels.sqlite, best_kernels/, curves.json, heldout.json, metrics.json (last)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -330,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, out_dir: str) -> dict:
 
-    from training.grpo import GRPOSettings, JudgeSettings, finish_stage, load_policy, resume_key, train_and_save
+    from training.grpo import GRPOSettings, JudgeSettings, finish_stage, load_policy, resume_settings, train_and_save
     from training.kerneldb import KernelDB
     from training.probe import ProbeSettings, probe_model_sets, probe_summary
     from training.rewards import RewardSettings
@@ -350,15 +360,17 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
     train, heldout = split_grid(shape_cfg)
     heldout_keys = {p.key for p in heldout}
     assert not heldout_keys & {p.key for p in train}
-    out = Path(out_dir)
-    (out / "metrics.json").unlink(missing_ok=True)
+    settings = resume_settings(grpo_cfg, shapes=asdict(shape_cfg), context=asdict(context_cfg),
+                               reward=asdict(reward_cfg))
+    grid = shape_cfg.grid if isinstance(shape_cfg.grid, str) else None  # an inline grid is in the settings
+    resumable = prepare_work_dir(work_dir, resume_key(settings, {"model": model_dir, "library": library_dir,
+                                                                 "grid": grid}))
+    out = staging_dir(out_dir)  # swapped in for out_dir at the end: a failed run leaves the old outputs whole
     write_json(out / "heldout.json", {
         "rule": {"keys": shape_cfg.heldout_keys, "fraction": shape_cfg.heldout_fraction, "salt": shape_cfg.heldout_salt},
         "heldout": [p.to_dict() | {"key": p.key} for p in heldout],
         "train": [p.to_dict() | {"key": p.key, "bucket": bucket_of(p)} for p in train],
     })
-    resumable = guard_resume(work_dir, resume_key(grpo_cfg, model=str(Path(model_dir).resolve()),
-                                                  shapes=asdict(shape_cfg), reward=asdict(reward_cfg)))
     model, tokenizer = load_policy(model_dir)
     library = load_library(library_dir)
     db = KernelDB(Path(work_dir) / "kernels.sqlite")
@@ -382,6 +394,8 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
     sets = {name: rows for name, rows in (("bare", bare_rows), ("context", context_rows)) if rows}
     runs = [probe_model_sets(path, sets, judge_cfg.make_judge, probe_cfg, grpo_cfg.max_completion_length)
             for path in (model_dir, str(out))] if sets else []
+    for result in (runs[1].values() if runs else []):
+        result["model"] = str(out_dir)  # where the trained model is published
 
     def probe(name: str) -> dict:
         if name not in sets:
@@ -395,7 +409,7 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
         raise RuntimeError(f"held-out shapes were judged during training: {leaked[:5]}")
     best = write_best_kernels(db, train, library, out / "best_kernels")
     sample_prompt, kept = prompts.prompt(train[0])
-    return finish_stage(
+    metrics = finish_stage(
         STAGE, out, db, judge.gpu, "parse+compile+verify+time vs the strongest baseline (GPU)", reward_cfg, summary,
         wall_start, config,
         best_kernels=best,
@@ -406,6 +420,8 @@ def run(config: dict, model_dir: str, library_dir: str | None, work_dir: str, ou
         context={"library_entries": len(library), "library_dir": library_dir, "example_prompt_context_kept": kept,
                  "example_prompt_tokens": len(tokenizer(sample_prompt)["input_ids"])},
     )
+    publish(out, out_dir, work_dir)
+    return metrics
 
 
 def main(argv=None) -> None:

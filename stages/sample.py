@@ -1,6 +1,6 @@
 """Stage: k candidates per evaluation shape from the final model, judged, and the best kept per shape.
 
-    python -m stages.sample --config configs/default.yaml --model results/rl_hgemm \
+    python -m stages.sample --config configs/default.yaml --model results/rl_hgemm \\
         --heldout results/rl_hgemm/heldout.json --library results/tune --out results/sample
 
 Evaluation shapes are the `grid` of the config (optionally some classes / the first N) plus every shape
@@ -26,9 +26,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from hgemm.problem import Problem, load_grid
+from hgemm.problem import GridError, Problem, load_grid, select_problems
 from hgemm.summary import geomean
-from stages.common import atomic_write_text, build_dataclass, load_stage_config, write_json, write_metrics
+from stages.common import atomic_write_text, write_json, write_metrics
+from stages.config_schema import load_settings
 
 log = logging.getLogger("stages.sample")
 
@@ -100,11 +101,7 @@ def _is_key(text: str) -> bool:
 
 def evaluation_problems(settings: SampleSettings, heldout: list[Problem]) -> list[tuple[Problem, bool]]:
     """(problem, is_heldout) for the grid's shapes, then held-out shapes the grid lacks."""
-    problems = load_grid(settings.grid)
-    if settings.classes:
-        problems = [p for p in problems if p.shape_class in settings.classes]
-    if settings.limit:
-        problems = problems[:settings.limit]
+    problems = select_problems(load_grid(settings.grid), settings.classes, settings.limit, where=settings.grid)
     held = {p.key for p in heldout}
     out = [(p, p.key in held) for p in problems]
     seen = {p.key for p in problems}
@@ -177,10 +174,8 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
 
     t0 = time.time()
     out = Path(out_dir)
-    (out / "metrics.json").unlink(missing_ok=True)  # a stale one would claim this run finished
     problems = evaluation_problems(settings, heldout_problems(heldout_path))
-    if not problems:
-        raise SystemExit("no evaluation shapes: the grid (after classes/limit) and heldout.json are empty")
+    (out / "metrics.json").unlink(missing_ok=True)  # a stale one would claim this run finished
     prompter = prompter or (lambda p: (format_problem_prompt(p, arch=settings.prompt_arch), 0))
     prompts, context_kept = zip(*(prompter(p) for p, _ in problems))
     log.info("sampling %d candidates for each of %d shapes", settings.k, len(problems))
@@ -263,7 +258,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="override one setting (value parsed as YAML); repeatable")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    settings = build_dataclass(SampleSettings, load_stage_config(args.config, "sample", args.overrides), "sample")
+    settings = load_settings(SampleSettings, "sample", args.config, args.overrides, ap.prog)
+    if args.heldout and not Path(args.heldout).is_file():
+        ap.error(f"--heldout {args.heldout}: no such file")
+    try:  # a bad grid, selection or heldout.json is told before the model loads
+        evaluation_problems(settings, heldout_problems(args.heldout))
+    except GridError as e:
+        raise SystemExit(f"{ap.prog}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise SystemExit(f"{ap.prog}: {args.heldout}: not JSON (line {e.lineno}: {e.msg})") from None
     prompter = (context_prompter(settings, args.model, args.library, heldout_problems(args.heldout), args.kernels_db)
                 if settings.context else None)
     metrics = run_sample(settings, model_generator(args.model, settings), args.heldout, args.out, prompter=prompter)

@@ -14,9 +14,10 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from hgemm.entry import DEFAULT_BASELINES, EvalOptions
-from hgemm.problem import load_grid
+from hgemm.problem import GridError, load_grid, select_problems
 from hgemm.tune import DEFAULT_TILES, tune
-from stages.common import build_dataclass, load_stage_config, write_metrics
+from stages.common import write_metrics
+from stages.config_schema import load_settings
 
 
 @dataclass
@@ -29,15 +30,17 @@ class TuneSettings:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m stages.tune", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", required=True, help="stage settings YAML, or an experiment YAML with a 'tune' section")
     ap.add_argument("--out", required=True, help="library folder to write (table.json, kernels/, bench.json)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one setting")
     args = ap.parse_args(argv)
-    settings = build_dataclass(TuneSettings, load_stage_config(args.config, "tune", args.set), "tune")
-    problems = load_grid(settings.grid)
-    if settings.classes:
-        problems = [p for p in problems if p.shape_class in settings.classes]
+    settings = load_settings(TuneSettings, "tune", args.config, args.set, ap.prog)
+    try:
+        problems = select_problems(load_grid(settings.grid), settings.classes, where=settings.grid)
+    except GridError as e:
+        raise SystemExit(f"{ap.prog}: {e}") from None
     t0 = time.time()
     table = tune(problems, args.out, EvalOptions(reps=settings.reps, baselines=tuple(settings.baselines)),
                  settings.tiles_per_family)

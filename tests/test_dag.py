@@ -1,6 +1,7 @@
 """The Snakemake DAG: dry runs of the default and smoke configs, schema validation, config sections in
 sync with configs/sections, wiring conventions of the rules, reruns limited to the edited stage and
-what follows, and (slow) the whole smoke DAG end to end on CPU with the report's contents checked."""
+what follows, deleted outputs and missing grid files noticed, and (slow) the whole smoke DAG end to end
+on CPU with the report's contents checked. tests/test_reruns.py runs the rerun sequences for real."""
 
 from __future__ import annotations
 
@@ -123,6 +124,8 @@ def test_rules_only_wire_with_log_benchmark_and_gpu_resources():
         assert "log:" in text and "benchmark:" in text
         assert ("gpu=1" in text) == (stage in GPU_STAGES), stage
         assert "run:" not in text and "script:" not in text  # rules only wire; stages do the work
+        # a training stage publishes its outputs whole; Snakemake keeps the old ones until then
+        assert ("update(" in text) == (stage in {"pretrain", "rl_general", "rl_hgemm"}), stage
     local = yaml.safe_load((ROOT / "profiles" / "default" / "config.yaml").read_text())
     assert local["resources"] == {"gpu": 1}
     slurm = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
@@ -173,6 +176,28 @@ def test_forcing_a_stage_and_what_follows(tmp_path):
     _fake_outputs(wf)
     assert planned_jobs(wf, "-f", "bench") == {"bench"}
     assert planned_jobs(wf, "-R", "sample") == {"sample", "bench", "report", "all"}
+
+
+def test_a_deleted_output_reruns_its_stage_and_what_follows(tmp_path):
+    wf = workflow_copy(tmp_path)
+    _fake_outputs(wf)
+    (wf / "results" / "rl_hgemm" / "curves.json").unlink()
+    assert planned_jobs(wf) == {"rl_hgemm", "sample", "bench", "report", "all"}
+
+
+@pytest.mark.parametrize("setting", ["sample.grid", "bench.grid", "tune.grid", "rl_hgemm.shapes.grid"])
+def test_a_missing_grid_file_stops_the_run_with_its_name(tmp_path, setting):
+    wf = workflow_copy(tmp_path)
+    path = wf / "configs" / "default.yaml"
+    data = yaml.safe_load(path.read_text())
+    *parents, leaf = setting.split(".")
+    node = data
+    for key in parents:
+        node = node[key]
+    node[leaf] = "configs/grids/nosuch.yaml"
+    path.write_text(yaml.safe_dump(data))
+    r = snakemake(wf, "-n")
+    assert r.returncode != 0 and f"{setting}: configs/grids/nosuch.yaml does not exist" in r.stdout + r.stderr
 
 
 def _missing_stage_modules() -> list[str]:

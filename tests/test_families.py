@@ -192,6 +192,7 @@ def test_sample_compiles_without_spills(fam, tmp_path):
             assert spills and not any(spills), f"{fam.name(p)} {layout} spills:\n{report}"
             regs = int(re.search(r"Used (\d+) registers", report).group(1))
             assert regs <= 255
+            assert not any(int(x) for x in re.findall(r"(\d+) bytes gmem", report)), "module-scope state"
 
 
 # ---------------------------------------------------------------- wgmma family
@@ -606,6 +607,7 @@ def test_wgmma_all_variants_compile_clean(tmp_path):
             spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", report)]
             assert spills and not any(spills), f"{wgmma.name(p)} {layout} spills:\n{report}"
             assert int(re.search(r"Used (\d+) registers", report).group(1)) <= limit, (wgmma.name(p), layout)
+            assert not any(int(x) for x in re.findall(r"(\d+) bytes gmem", report)), "module-scope state"
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")

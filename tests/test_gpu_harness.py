@@ -13,13 +13,19 @@ pytestmark = pytest.mark.gpu
 
 HONEST = ("naive", "smem_tiled", "mma_sync", "mma_pipelined")
 # Each adversarial kernel and the classes that count as caught.
+# Kernels that skip work on state an earlier timed launch left behind: only caught once timed launches
+# reuse buffers (test_reused_outputs_are_what_the_guards_close).
+STATEFUL = ("stale_output", "input_marker", "slow_when_fresh")
 ADVERSARIAL = {
     "wrong_result": {"wrong"},
     "all_zeros": {"wrong"},
     "partial_write": {"wrong"},
     "oob_write": {"wrong"},
     "modify_input": {"wrong"},
-    "cached_result": {"wrong"},
+    # module-scope state (a done flag, a pointer memo, a result stash): refused before it runs
+    "cached_result": {"compile_error"},
+    "pointer_memo": {"compile_error"},
+    "result_stash": {"compile_error"},
     "side_stream": {"compile_error"},
     "hang": {"timeout"},
     "illegal_address": {"crash"},
@@ -59,7 +65,8 @@ def test_honest_kernels_pass_edge_shapes():
 def test_every_adversarial_kernel_is_caught():
     problems = [Problem(256, 256, 4096, 2)]
     paths = sorted((ROOT / "tests/adversarial").glob("*.cu"))
-    assert {p.stem for p in paths} == set(ADVERSARIAL)
+    assert {p.stem for p in paths} == set(ADVERSARIAL) | set(STATEFUL)
+    paths = [p for p in paths if p.stem in ADVERSARIAL]
     status, results, restarts = run(paths, problems, EvalOptions(reps=3, baselines=("cublas",)),
                                     verify_timeout_s=20)
     caught = {}
@@ -167,3 +174,36 @@ def test_sampled_candidates_are_verified_on_the_gpu():
     assert [c.verdict for c in checks] == ["ok", "wrong", None]
     assert summary["pass_rate"] == pytest.approx(1 / 3)
     assert summary["checked"].startswith("parse+compile, then verification")
+
+
+# -- what state carried between timed launches can and cannot buy --------------------------------
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_reused_outputs_are_what_the_guards_close(guarded):
+    """Kernels whose shortcuts key on state an earlier timed launch left (tests/adversarial, STATEFUL).
+    The shape has few buffer sets (n = 6 or 7 on the H200), so within ten repetitions the timed launches
+    reuse outputs. Without the guards they pass as `ok` and the skipper times far below the honest naive
+    kernel; with them, each is `wrong` and the honest kernel beside them is not (an input one of them
+    modified is put back and blamed on it alone)."""
+    paths = [ROOT / f"tests/adversarial/{k}.cu" for k in STATEFUL] + [ROOT / "kernels_corpus/reference/naive.cu"]
+    _, results, _ = run(paths, [Problem(64, 4096, 4096)],
+                        EvalOptions(reps=10, baselines=("cublas",), fresh_outputs=guarded))
+    cands = results[0]["candidates"]
+    assert cands["naive"]["status"] == "ok", cands["naive"]
+    statuses = {k: cands[k]["status"] for k in STATEFUL}
+    if guarded:
+        assert statuses == {k: "wrong" for k in STATEFUL}, {k: cands[k].get("error") for k in STATEFUL}
+    else:
+        # the hole the guards close: accepted, and the skipper faster than the work it claims to do
+        assert statuses == {k: "ok" for k in STATEFUL}, {k: cands[k].get("error") for k in STATEFUL}
+        assert cands["stale_output"]["time_us"] < 0.5 * cands["naive"]["time_us"], cands
+
+
+def test_timing_records_clocks_and_sustained_mode_measures(evaluator):
+    from hgemm.timing import Timer
+
+    for method in ("spin_batch", "sustained"):
+        timer = Timer(evaluator.util, n_sets=1, reps=5, method=method, clocks=evaluator.clocks)
+        stats = timer.time_interleaved({"spin": _spin_launcher(evaluator, 50)})["spin"]
+        assert 50 <= stats.median_us <= 50 * 1.05 + 3.0, (method, stats)
+        assert stats.clocks and stats.clocks["sm_mhz_max"] > 0, stats  # NVML is on the GPU image

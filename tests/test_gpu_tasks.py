@@ -42,3 +42,22 @@ def test_broken_task_solution_is_caught():
     with KernelJudge(EvalOptions(timing=False)) as judge:
         (v,) = judge.judge([broken], [[TaskProblem.of(task.name, task.sizes[1])]])
     assert v["status"] == "wrong", v
+
+
+def test_task_kernel_that_skips_reused_outputs_is_caught():
+    """A task kernel that returns when its output already holds numbers passes verification (outputs
+    are poisoned there) and is caught in timing, where outputs rotate across input draws."""
+    from kernels_corpus.tasks import get_task
+
+    task = get_task("relu_f32")
+    marker = "float* __restrict__ y, int n) {"
+    assert marker in task.solution
+    # each block looks at the first element it writes itself, so blocks of one launch do not race
+    lazy = task.solution.replace(marker, marker + """
+  __shared__ int skip;
+  if (threadIdx.x == 0) { const long long at = (long long)blockIdx.x * blockDim.x * 4; skip = at < n && !isnan(y[at]); }
+  __syncthreads();
+  if (skip) return;""")
+    with KernelJudge(EvalOptions(reps=3)) as judge:
+        (v,) = judge.judge([lazy], [[TaskProblem.of(task.name, task.sizes[-1])]])
+    assert v["status"] == "wrong" and "re-check after timing" in v["error"], v

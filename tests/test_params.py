@@ -2,6 +2,8 @@ import struct
 
 import pytest
 
+from conftest import ROOT
+
 from hgemm.params import Param, pack_params
 
 
@@ -130,3 +132,30 @@ def test_staged_tensor_maps_describe_padded_copies_in_the_workspace(monkeypatch)
     plain = parse_spec("/*@launch\nentry: k\nblock: 1\ngrid: 1\nworkspace: 64\n@*/")
     assert workspace_to_zero(plain, Problem(5, 11, 13), w).numel() == w.numel()
     assert workspace_to_zero(plain, Problem(5, 11, 13), None) is None
+
+
+class _Ptr:
+    def __init__(self, p):
+        self.p = p
+
+    def data_ptr(self):
+        return self.p
+
+
+def test_patching_the_output_params_equals_packing_anew():
+    """The timing rotation packs each input set once and each output once, and patches them together."""
+    from hgemm.candidate import parse_candidate
+    from hgemm.params import gemm_params, output_params, pack_params, param_layout, patch_params
+    from hgemm.problem import Problem
+
+    spec = parse_candidate((ROOT / "kernels_corpus/reference/mma_sync.cu").read_text()).spec
+    p = Problem(100, 60, 30, 2)
+    A, B = [_Ptr(0x1000 * k) for k in (1, 2)], [_Ptr(0x10000 * k) for k in (1, 2)]
+    C, W = [_Ptr(0x100000 * k) for k in (1, 2, 3)], [_Ptr(0x1000000 * k) for k in (1, 2, 3)]
+    layout = param_layout(gemm_params(spec, p, A[0], B[0], C[0], W[0]))
+    for i in range(2):
+        base = pack_params(gemm_params(spec, p, A[i], B[i], C[0], W[0]), layout)
+        for o in range(3):
+            want = pack_params(gemm_params(spec, p, A[i], B[i], C[o], W[o]), layout)
+            got = patch_params(base, gemm_params(spec, p, A[0], B[0], C[o], W[o]), layout, output_params(spec))
+            assert got == want

@@ -1,4 +1,4 @@
-"""Pretraining stage: model building and loading, packing, resume guard, DeepSpeed configs, sampling
+"""Pretraining stage: model building and loading, packing, resume and reruns, DeepSpeed configs, sampling
 checks, and an end-to-end CPU run on a tiny synthetic corpus with a tokenizer trained here."""
 
 from __future__ import annotations
@@ -300,24 +300,39 @@ def _stage(tmp_path, tokenizer_dir, corpus_dir, *overrides):
     return json.loads((tmp_path / "out" / "metrics.json").read_text())
 
 
-def test_stage_end_to_end_resume_and_refusal(tmp_path, tokenizer_dir, corpus_dir):
-    # A zero time budget stops after one step with a checkpoint, like a run killed part way.
-    m = _stage(tmp_path, tokenizer_dir, corpus_dir, "train.max_train_seconds=0")
-    out = tmp_path / "out"
-    assert m["train"]["global_step"] == 1 and m["train"]["stopped_by_time_budget"]
-    assert m["train"]["resumed_from"] is None
+def _crash_after_training(monkeypatch):
+    """The stage dies once training is over (in the sampling check), as a killed job would: its
+    checkpoints stay in the work dir, nothing is published."""
+    import training.pretrain
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(training.pretrain, "sample_and_check", crash)
+
+
+def test_stage_end_to_end_resume_and_rerun(tmp_path, tokenizer_dir, corpus_dir, monkeypatch, capsys):
+    out, work = tmp_path / "out", tmp_path / "work"
+    # A zero time budget stops after one step with a checkpoint; the run dies before publishing.
+    with monkeypatch.context() as m:
+        _crash_after_training(m)
+        with pytest.raises(RuntimeError, match="killed"):
+            _stage(tmp_path, tokenizer_dir, corpus_dir, "train.max_train_seconds=0")
+    assert (work / "checkpoint-1").is_dir() and not out.exists()
+    assert list((work / "tensorboard").rglob("events.out.tfevents*"))
+
+    # Rerun (the time budget is not part of the resume key): continues from checkpoint-1 to the end.
+    capsys.readouterr()
+    m = _stage(tmp_path, tokenizer_dir, corpus_dir)
+    assert "resuming from checkpoint-1, same config and inputs" in capsys.readouterr().out
+    assert m["train"]["resumed_from"].endswith("checkpoint-1")
+    assert m["train"]["global_step"] == 4 and m["train"]["steps_this_run"] == 3
     assert m["eval_loss"] > 0 and m["perplexity"] == pytest.approx(2.718281828 ** m["eval_loss"], rel=1e-6)
     assert m["tokens_per_second"] > 0
     assert m["sampling"]["samples"] == 2 and 0 <= m["parse_rate"] <= 1
     assert "no kernel was run" in m["sampling"]["checked"]
     assert (out / "config.json").exists() and (out / "tokenizer.json").exists()
     assert len((out / "samples.jsonl").read_text().splitlines()) == 2
-    assert list((tmp_path / "work" / "tensorboard").rglob("events.out.tfevents*"))
-
-    # Rerun (the time budget is not part of the resume key): continues from checkpoint-1 to the end.
-    m = _stage(tmp_path, tokenizer_dir, corpus_dir)
-    assert m["train"]["resumed_from"].endswith("checkpoint-1")
-    assert m["train"]["global_step"] == 4 and m["train"]["steps_this_run"] == 3
     curve = json.loads((out / "loss_curve.json").read_text())
     assert [r["step"] for r in curve if "loss" in r] == [1, 2, 3, 4]  # one curve across both runs
     assert any("eval_loss" in row for row in curve)
@@ -326,15 +341,28 @@ def test_stage_end_to_end_resume_and_refusal(tmp_path, tokenizer_dir, corpus_dir
     final = load_causal_lm(str(out))
     assert final.config.vocab_size == len(load_tokenizer(str(out))) and final.config.use_cache
 
-    # Rerun of a finished run: nothing more is trained.
+    # Rerun of a finished run (a neutral setting changed, or none): trained again from the start, the
+    # old state moved aside.
     m = _stage(tmp_path, tokenizer_dir, corpus_dir, "train.logging_steps=2")
-    assert m["train"]["resumed_from"].endswith("checkpoint-4") and m["train"]["steps_this_run"] == 0
-    assert m["train"]["global_step"] == 4
+    assert "a finished run" in capsys.readouterr().out
+    assert m["train"]["resumed_from"] is None and m["train"]["steps_this_run"] == 4
+    assert (tmp_path / "work.previous" / "checkpoint-4").is_dir()
 
-    # A changed training setting with the old checkpoints present is refused loudly.
-    with pytest.raises(SystemExit, match="another config"):
-        _stage(tmp_path, tokenizer_dir, corpus_dir, "train.learning_rate=0.123")
-    assert json.loads((out / "metrics.json").read_text())["train"]["global_step"] == 4  # left untouched
+    # A run that reached max_steps and died after: the rerun takes that checkpoint's weights, and says so.
+    with monkeypatch.context() as mp:
+        _crash_after_training(mp)
+        with pytest.raises(RuntimeError):
+            _stage(tmp_path, tokenizer_dir, corpus_dir, "train.logging_steps=2")
+    assert json.loads((out / "metrics.json").read_text())["train"]["steps_this_run"] == 4  # left whole
+    m = _stage(tmp_path, tokenizer_dir, corpus_dir, "train.logging_steps=2")
+    assert "already reached max_steps (4)" in capsys.readouterr().out
+    assert m["train"]["resumed_from"].endswith("checkpoint-4") and m["train"]["steps_this_run"] == 0
+
+    # A changed training setting: a fresh run on its own, no refusal.
+    m = _stage(tmp_path, tokenizer_dir, corpus_dir, "train.learning_rate=0.123")
+    assert "settings.train changed" in capsys.readouterr().out
+    assert m["train"]["resumed_from"] is None and m["train"]["global_step"] == 4
+    assert m["config"]["train"]["learning_rate"] == 0.123
 
 
 @pytest.mark.slow

@@ -157,9 +157,10 @@ def test_bench_without_library_table_still_benches_the_model(tmp_path):
     (samples / "best" / "b1_m64_n64_k64_NN.cu").write_text(NAIVE)
     (samples / "best.json").write_text(json.dumps({"b1_m64_n64_k64_NN": {
         "problem": Problem(64, 64, 64).to_dict(), "file": "best/b1_m64_n64_k64_NN.cu"}}))
-    settings = bench_stage.BenchSettings(grid=SMOKE_GRID, classes=["nothing"], reps=1)
+    settings = bench_stage.BenchSettings(grid=SMOKE_GRID, classes=["batched_small"], reps=1)
     results = bench_stage.run(settings, str(samples), str(tmp_path / "no_tune"), progress=False)
-    assert [list(pr["candidates"]) for pr in results["problems"]] == [["model"]]
+    by_key = {Problem.from_dict(pr["problem"]).key: list(pr["candidates"]) for pr in results["problems"]}
+    assert by_key == {"b16_m64_n64_k64_NN": [], "b1_m64_n64_k64_NN": ["model"]}
 
 
 def test_sample_prompts_carry_rl_hgemm_context_never_heldout(tmp_path, tiny_model_dir):

@@ -2,9 +2,10 @@
 
 A stage supplies a prompt dataset (columns: prompt, problems, problem_key, shape_class) and a reward
 function (training.rewards.KernelReward); `train_grpo` does the rest with TRL's GRPOTrainer: no
-hand-written loop. Checkpoints land in the work folder and a rerun with the same config resumes from
-the last one; TensorBoard logs go to <work>/tensorboard; `curves.json` is rewritten from the trainer's
-log history at every logging step, so it also survives a resume.
+hand-written loop. Checkpoints land in the work folder and a rerun of an unfinished run with the same
+settings and inputs resumes from the last one (stages.common.prepare_work_dir); TensorBoard logs go to
+<work>/tensorboard; `curves.json` is rewritten from the trainer's log history at every logging step,
+so it also survives a resume.
 
 TRL 1.16 has no `max_prompt_length`: the stages keep their prompts inside `grpo.max_prompt_length`
 themselves (rl_hgemm drops contrastive examples until the prompt fits; see `prompt_tokens`).
@@ -13,6 +14,7 @@ themselves (rl_hgemm drops contrastive examples until the prompt fits; see `prom
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -105,20 +107,51 @@ class JudgeSettings:
                            timing_timeout_s=self.timing_timeout_s, compile_workers=self.compile_workers)
 
 
-def resume_key(grpo: GRPOSettings, **rest) -> dict:
+def resume_settings(grpo: GRPOSettings, **rest) -> dict:
+    """The settings an RL checkpoint depends on: grpo (less the neutral ones) and the stage's `rest`."""
     return {"grpo": {k: v for k, v in asdict(grpo).items() if k not in RESUME_NEUTRAL}, **rest}
 
 
 # ------------------------------------------------------------------------------ policy and prompts
 
+# The policy's forward and backward run sdpa: its memory-efficient kernels keep O(length) a head for
+# the backward pass, where eager attention keeps each layer's batch x heads x L x L weights in fp32 and
+# bf16 (32 sequences of 3072 tokens, 12 heads: 22 GB a layer, 260 GB for 12 layers, more than an H200
+# holds). Generation switches to SAMPLING_ATTENTION, which samples fastest.
+TRAINING_ATTENTION = "sdpa"
+
+
 def load_policy(model_dir: str) -> tuple[torch.nn.Module, PreTrainedTokenizerBase]:
-    """The model a previous stage saved, with its tokenizer; generation stops at eos or `<|end|>`."""
+    """The model a previous stage saved, with its tokenizer (see `policy_model`)."""
     tokenizer = load_tokenizer(model_dir)
-    # Most of a GRPO step is sampling, so the policy uses the attention that samples fastest.
-    model = load_causal_lm(model_dir, tokenizer, SAMPLING_ATTENTION)
+    return policy_model(model_dir, tokenizer), tokenizer
+
+
+def policy_model(path: str, tokenizer: PreTrainedTokenizerBase) -> torch.nn.Module:
+    """A saved model as the policy: trains with TRAINING_ATTENTION, samples with SAMPLING_ATTENTION,
+    and stops a completion at eos or `<|end|>`."""
+    model = load_causal_lm(path, tokenizer, TRAINING_ATTENTION)
     # TRL stops a completion at every eos id the generation config declares
     model.generation_config.eos_token_id = stop_token_ids(tokenizer)
-    return model, tokenizer
+    sample_with(model, SAMPLING_ATTENTION)
+    return model
+
+
+def sample_with(model: torch.nn.Module, attention: str) -> None:
+    """Make `model.generate` run with `attention` and return to the model's own one afterwards (TRL
+    samples through model.generate and trains through model.forward, one model for both)."""
+    generate = model.generate
+
+    @functools.wraps(generate)
+    def generate_with(*args, **kwargs):
+        own = model.config._attn_implementation
+        model.set_attn_implementation(attention)
+        try:
+            return generate(*args, **kwargs)
+        finally:
+            model.set_attn_implementation(own)
+
+    model.generate = generate_with
 
 
 def prompt_prefix(tokenizer: PreTrainedTokenizerBase) -> str:
@@ -388,8 +421,9 @@ def train_grpo(model, tokenizer, reward_func, train_dataset, settings: GRPOSetti
     args = build_grpo_config(settings, work_dir, has_eval=eval_dataset is not None)
     clock = TrainClock(settings.max_train_seconds)
     if finished:
-        model = load_causal_lm(last, tokenizer, SAMPLING_ATTENTION)
-        model.generation_config.eos_token_id = stop_token_ids(tokenizer)
+        print(f"{last} already reached max_steps ({settings.max_steps}): its weights are used, nothing is trained",
+              flush=True)
+        model = policy_model(last, tokenizer)
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=[reward_func],
@@ -413,4 +447,8 @@ def train_grpo(model, tokenizer, reward_func, train_dataset, settings: GRPOSetti
         "stopped_by_time_budget": clock.stopped_by_budget,
         "bf16": args.bf16,
         "generation_batch_size": args.generation_batch_size,
+        "gradient_checkpointing": args.gradient_checkpointing,
+        "attention": {"train": TRAINING_ATTENTION, "sample": SAMPLING_ATTENTION},
+        # the most the policy's process held on the GPU at once, sampling and training together
+        "peak_gpu_memory_gib": torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else None,
     }

@@ -1,9 +1,10 @@
 """Continued pretraining on the CUDA corpus with the transformers Trainer, then a sampling check.
 
-Read top to bottom, `run_pretrain` does: check the work dir against the config (resume or refuse),
-load tokenizer and model, pack the corpus, train (resuming from the last checkpoint), evaluate loss
-and perplexity, save model and tokenizer to the output folder, sample HGEMM candidates from the saved
-model and count how many parse and compile, and write metrics.json last.
+Read top to bottom, `run_pretrain` does: check the work dir against the settings and inputs (resume an
+unfinished run of the same ones, else start from scratch), load tokenizer and model, pack the corpus,
+train (resuming from the last checkpoint), evaluate loss and perplexity, save model and tokenizer to a
+staging folder, sample HGEMM candidates from the saved model and count how many parse and compile,
+write metrics.json last, and swap the staging folder in for the output folder.
 
 Several GPUs: launch the same command under torchrun or accelerate with `--deepspeed` pointing at a
 configs/deepspeed/*.json; the Trainer does the rest. Only rank 0 samples and writes metrics.
@@ -26,7 +27,15 @@ from transformers import Trainer, TrainerCallback, TrainerState, TrainingArgumen
 from transformers.trainer_utils import get_last_checkpoint
 
 from hgemm.problem import Problem
-from stages.common import build_dataclass, guard_resume, write_json, write_metrics
+from stages.common import (
+    build_dataclass,
+    prepare_work_dir,
+    publish,
+    resume_key,
+    staging_dir,
+    write_json,
+    write_metrics,
+)
 from training.data import load_corpus, packed_splits
 from training.model import (
     SAMPLING_ATTENTION,
@@ -123,8 +132,8 @@ class PretrainConfig:
             problems.append(Problem(m, n, k, *rest, shape_class="pretrain-sample"))
         return problems
 
-    def resume_key(self, deepspeed_config: dict | None) -> dict:
-        """What a checkpoint depends on: model, training settings (less the neutral ones), DeepSpeed."""
+    def resume_settings(self, deepspeed_config: dict | None) -> dict:
+        """The settings a checkpoint depends on: model, training (less the neutral ones), DeepSpeed."""
         train = {k: v for k, v in asdict(self.train).items() if k not in RESUME_NEUTRAL}
         return {"model": asdict(self.model), "train": train, "deepspeed": deepspeed_config}
 
@@ -267,9 +276,12 @@ def run_pretrain(
     cfg = PretrainConfig.from_dict(config)
     problems = cfg.sample_problems()  # fail on a bad problem list now, not after training
     ds_config = json.loads(Path(deepspeed).read_text()) if deepspeed else None
-    resumable = guard_resume(work_dir, cfg.resume_key(ds_config))
-    out = Path(out_dir)
-    (out / "metrics.json").unlink(missing_ok=True)  # a stale metrics.json would claim this run finished
+    # Built before the work dir is touched: a bad scheduler or optimiser name fails with the old state intact.
+    args = build_training_arguments(cfg.train, work_dir, deepspeed)
+    inputs = {"corpus": corpus_dir, "tokenizer": None if cfg.model.use_model_tokenizer else tokenizer_dir,
+              "init_model": cfg.model.name_or_path}
+    resumable = prepare_work_dir(work_dir, resume_key(cfg.resume_settings(ds_config), inputs))
+    out = staging_dir(out_dir)  # published over out_dir at the end: a failed run leaves the old outputs whole
     last_checkpoint = get_last_checkpoint(work_dir) if resumable else None
     set_seed(cfg.train.seed)
 
@@ -278,6 +290,8 @@ def run_pretrain(
     # take one extra step on resume. Its weights come straight from that checkpoint instead.
     finished = last_checkpoint is not None and _checkpoint_state(last_checkpoint).global_step >= cfg.train.max_steps
     if finished:
+        print(f"{last_checkpoint} already reached max_steps ({cfg.train.max_steps}): its weights are used, "
+              "nothing is trained", flush=True)
         model = load_causal_lm(last_checkpoint, tokenizer, cfg.model.attn_implementation)
     else:
         model = build_model(cfg.model, tokenizer)
@@ -296,7 +310,6 @@ def run_pretrain(
         load_corpus(corpus_dir), tokenizer, cfg.train.block_size, cfg.train.max_eval_blocks, cfg.train.map_workers,
         source_weights=cfg.train.source_weights, seed=cfg.train.seed, shares=token_shares,
     )
-    args = build_training_arguments(cfg.train, work_dir, deepspeed)
     clock = TrainClock(cfg.train.max_train_seconds)
     trainer = Trainer(
         model=model,
@@ -378,4 +391,5 @@ def run_pretrain(
         "config": config,
     }
     write_metrics(out, metrics)
+    publish(out, out_dir, work_dir)
     return metrics

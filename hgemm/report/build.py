@@ -11,7 +11,7 @@ from hgemm.summary import class_rows, geomean
 
 from . import tables
 from .inputs import ReportInputs
-from .render import to_html, to_markdown
+from .render import cell_text, to_html, to_markdown
 
 log = logging.getLogger("hgemm.report")
 NOT_TIMED = ("Nothing was timed: this run had no GPU. Kernels were parsed and compiled only, so no "
@@ -43,6 +43,34 @@ def _not_available(doc: list, what: str, path: str | None) -> None:
     doc.append(("p", f"Not available: no {what} found" + (f" under `{path}`." if path else " (not given).")))
 
 
+def _listing(names: list[str]) -> str:
+    """a; a and b; a, b and c"""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _plural(n, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _heatmap_caption(rows: list[dict]) -> str:
+    """Name the panels speedup_heatmaps draws for these rows: per K for batch 1, per batch size."""
+    drawn = [r["problem"] for r in rows if r["speedup_vs_best"]]
+    kinds = (["one panel per K (batch 1)"] if any(p.batch == 1 for p in drawn) else []) + \
+            (["one per batch size"] if any(p.batch > 1 for p in drawn) else [])
+    return ("Speedup of the kernel over the strongest baseline on M × N, " + _listing(kinds or ["no panel"])
+            + ", per layout")
+
+
+def _timing_sentence(results: dict, rows: list, timed: bool) -> str:
+    grid = f"{len(rows)} shapes from `{results.get('grid', '?')}`"
+    if not timed:
+        return f"{grid}; compiled only, nothing was timed."
+    options = results.get("options", {})
+    reps = options.get("reps", "?")
+    return (f"{grid}; timing method `{options.get('timing_method', '?')}`, "
+            f"{_plural(reps, 'repetition') if isinstance(reps, int) else f'{reps} repetitions'}, cold L2, median.")
+
+
 def bench_sections(doc: list, results: dict | None, settings: ReportSettings, source: str | None,
                    sample: dict | None = None) -> None:
     """sample: the sample stage's metrics, to say how the model's kernels were drawn."""
@@ -52,9 +80,7 @@ def bench_sections(doc: list, results: dict | None, settings: ReportSettings, so
         return
     timed = bool(results.get("gpu_run"))
     rows = tables.shape_rows(results)
-    doc.append(("p", f"{len(rows)} shapes from `{results.get('grid', '?')}`; timing method "
-                     f"`{results.get('options', {}).get('timing_method', '?')}`, "
-                     f"{results.get('options', {}).get('reps', '?')} repetitions, cold L2, median."))
+    doc.append(("p", _timing_sentence(results, rows, timed)))
     if sample and sample.get("prompts"):
         doc.append(("p", f"The model's kernel for a shape is the best of {sample.get('k', '?')} samples from "
                          f"{sample['prompts']} prompts ({sample.get('prompts_with_context', 0)} of "
@@ -84,19 +110,21 @@ def bench_sections(doc: list, results: dict | None, settings: ReportSettings, so
             doc.append(("p", sentence))
             doc.append(("table", headers, cells))
         else:
-            doc.append(("p", f"{len(held)} held-out shapes are in the per-shape table; nothing was timed, so "
-                             "the model-vs-library comparison needs a GPU run."))
+            doc.append(("p", f"{len(held)} held-out shapes are marked in the per-shape table (column "
+                             f"“{tables.HELDOUT_MARK}”); nothing was timed, so the model-vs-library comparison "
+                             "needs a GPU run."))
     if not timed:
         doc.append(("p", "Heatmaps and TFLOP/s plots need timings: not available on a CPU-only run."))
         return
     doc.append(("h", 3, "Speedup over M × N"))
-    _figure(doc, "speedup_heatmaps", lambda: tables_heatmaps(rows, settings),
-            "Speedup of the kernel over the strongest baseline, per K (batch 1) and per batch")
+    _figure(doc, "speedup_heatmaps", lambda: tables_heatmaps(rows, settings), _heatmap_caption(rows))
     doc.append(("h", 3, "Throughput"))
     from .figures import tflops_vs_size
 
+    with_cublas = "cuBLAS, " if any(r["cublas_tflops"] for r in rows) else ""
     _figure(doc, "tflops_vs_size", lambda: tflops_vs_size(rows, settings.peak_tflops, settings.memory_tbps),
-            "TFLOP/s vs problem size and arithmetic intensity, with cuBLAS, peak and memory roofline")
+            f"TFLOP/s vs problem size and arithmetic intensity, with {with_cublas}the strongest baseline, "
+            "peak and memory roofline")
 
 
 def tables_heatmaps(rows, settings):
@@ -116,8 +144,9 @@ def curve_sections(doc: list, inputs: ReportInputs) -> None:
         groups = tables.curve_keys(curves)
         from .figures import curves_figure
 
+        # the caption names the panels drawn: a run without verified kernels logs no speedup column
         _figure(doc, f"curves_{stage}", lambda: curves_figure(curves, groups, label),
-                f"Reward, compile, correct and speedup curves of {stage}")
+                f"{_listing(list(groups)).capitalize()} curves of {stage}")
         if not any(row.get("correct_rate") for row in curves):
             # Without one verified completion every reward is a failure class (plus format shaping):
             # the curves then show format learning at most, never speed.
@@ -162,23 +191,55 @@ def kernel_db_section(doc: list, inputs: ReportInputs) -> None:
                         [[e, str(n)] for e, n in db["top_errors"].items()]))
 
 
+def _count(value) -> str:
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else cell_text(value)
+
+
+def _records_table(doc: list, records) -> None:
+    """A list of dicts (stats.json's by_source, by_licence) as a table, counts with thousands separators."""
+    if records and isinstance(records[0], dict):
+        keys = list(records[0])
+        doc.append(("table", keys, [[_count(r.get(k)) for k in keys] for r in records]))
+
+
 def corpus_section(doc: list, inputs: ReportInputs) -> None:
+    """The corpus stage's stats.json as sentences and tables (its stats.md says the same in Markdown)."""
     doc.append(("h", 2, "Corpus"))
-    stats, md = inputs.corpus_stats()
-    if stats is None and md is None:
-        _not_available(doc, "corpus statistics (stats.json, stats.md)", inputs.corpus)
+    stats = inputs.corpus_stats()
+    if stats is None:
+        _not_available(doc, "corpus statistics (stats.json)", inputs.corpus)
         return
-    if stats:
-        total = stats.get("total", {})
-        doc.append(("p", f"{total.get('docs', total.get('documents', '?')):,} documents, "
-                         f"{total.get('bytes', 0):,} bytes, {total.get('tokens', 0):,} tokens "
-                         f"({stats.get('token_unit', 'tokens')})."))
-        by_source = stats.get("by_source") or []
-        if by_source and isinstance(by_source[0], dict):
-            keys = list(by_source[0])
-            doc.append(("table", keys, [[r.get(k, "") for k in keys] for r in by_source]))
-    if md:
-        doc.append(("pre", md))
+    total = stats.get("total", {})
+    doc.append(("p", f"{_count(total.get('docs', total.get('documents')))} documents, "
+                     f"{_count(total.get('bytes'))} bytes, {_count(total.get('tokens'))} tokens "
+                     f"({stats.get('token_unit', 'tokens')})."))
+    for title, key in (("By source", "by_source"), ("By licence", "by_licence")):
+        if stats.get(key):
+            doc.append(("h", 3, title))
+            _records_table(doc, stats[key])
+    splits = stats.get("splits") or {}
+    if splits:
+        doc.append(("h", 3, "Splits"))
+        doc.append(("table", ["split", "docs", "bytes", "tokens"],
+                    [[name, *(_count(s.get(k)) for k in ("docs", "bytes", "tokens"))] for name, s in splits.items()]))
+    steps = [(name, stats.get(key) or {}) for name, key in (("filters", "filters"), ("dedup", "dedup"),
+                                                             ("decontam", "decontam"))]
+    rows = [[name, _count(step.get("input", step.get("docs_checked"))),
+             _count(_removed(name, step))] for name, step in steps if step]
+    if rows:
+        doc.append(("h", 3, "Pipeline"))
+        doc.append(("table", ["step", "in", "removed"], rows))
+    if stats.get("missing_sources"):
+        doc.append(("p", "Missing sources (skipped): " + ", ".join(stats["missing_sources"]) + "."))
+
+
+def _removed(step: str, data: dict):
+    if step == "filters":
+        return sum((data.get("dropped") or {}).values()) if data.get("dropped") is not None else None
+    if step == "dedup":
+        parts = [data.get("exact_duplicates"), data.get("near_duplicates")]
+        return sum(parts) if all(isinstance(x, int) for x in parts) else None
+    return data.get("docs_dropped")
 
 
 def metrics_section(doc: list, inputs: ReportInputs) -> None:
@@ -198,7 +259,7 @@ def metrics_section(doc: list, inputs: ReportInputs) -> None:
             continue
         for k, v in m.items():
             if isinstance(v, (int, float, str)) and not isinstance(v, bool) or v is None:
-                rows.append([stage, k, tables.fmt(v, 4) if isinstance(v, float) else str(v)[:120]])
+                rows.append([stage, k, tables.fmt(v, 4) if isinstance(v, float) else cell_text(v)[:120]])
     doc.append(("table", ["stage", "metric", "value"], rows))
 
 

@@ -56,7 +56,9 @@ def speedup_heatmaps(rows: list[dict], max_panels: int = 12) -> bytes | None:
         for i, m in enumerate(ms):
             for j, n in enumerate(ns):
                 if (m, n) in cells:
-                    ax.text(j, i, f"{cells[(m, n)]:.2f}", ha="center", va="center", fontsize=7)
+                    dark = abs(math.log2(cells[(m, n)])) > 1.2  # black on the deep ends of the map is unreadable
+                    ax.text(j, i, f"{cells[(m, n)]:.2f}", ha="center", va="center", fontsize=7,
+                            color="white" if dark else "black")
     for ax in list(axes.flat)[len(chosen):]:
         ax.axis("off")
     fig.subplots_adjust(hspace=0.55, wspace=0.35)
@@ -105,7 +107,13 @@ def tflops_vs_size(rows: list[dict], peak_tflops: float, memory_tbps: float) -> 
     return _png(fig)
 
 
+def _is_rate(key: str) -> bool:
+    return key.endswith("_rate")
+
+
 def curves_figure(curves: list[dict], groups: dict[str, list[str]], title: str) -> bytes | None:
+    """One panel per group of curve columns (tables.curve_keys). A panel of rates spans 0..1 whatever
+    the data: all-zero rates then read as zero, not as noise around it on an axis of ±0.04."""
     if not curves or not groups:
         return None
     plt = _plt()
@@ -114,10 +122,12 @@ def curves_figure(curves: list[dict], groups: dict[str, list[str]], title: str) 
         for k in keys:
             xy = [(row.get("step", i), row[k]) for i, row in enumerate(curves) if isinstance(row.get(k), (int, float))]
             if xy:
-                ax.plot(*zip(*xy), label=k, lw=1.2)
+                ax.plot(*zip(*xy), label=k, lw=1.2, marker="o" if len(xy) == 1 else None)
+        if all(_is_rate(k) for k in keys):
+            ax.set_ylim(-0.03, 1.03)
         ax.set_title(group, fontsize=9)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(title, fontsize=10, y=1.03)  # above the panel titles, not on them
     return _png(fig)

@@ -79,8 +79,6 @@ class ReportInputs:
             data = next((v for v in data.values() if isinstance(v, list)), None)
         return [row for row in data if isinstance(row, dict)] if isinstance(data, list) else None
 
-    def corpus_stats(self) -> tuple[dict | None, str | None]:
-        if not self.corpus:
-            return None, None
-        md = Path(self.corpus) / "stats.md"
-        return read_json(Path(self.corpus) / "stats.json"), (md.read_text() if md.is_file() else None)
+    def corpus_stats(self) -> dict | None:
+        """The corpus stage's stats.json (its stats.md is the same numbers as Markdown)."""
+        return read_json(Path(self.corpus) / "stats.json") if self.corpus else None

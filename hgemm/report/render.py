@@ -20,9 +20,14 @@ img{max-width:100%}pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:
 figcaption{font-size:12px;color:#555}"""
 
 
+def cell_text(value) -> str:
+    """A table cell's text: a missing value (None) reads as an em dash, never as "None"."""
+    return "—" if value is None else str(value)
+
+
 def _cell(value) -> str:
     # A table cell holds one line, and a '|' in it (compiler output does that) would end the cell.
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return cell_text(value).replace("|", "\\|").replace("\n", " ")
 
 
 def to_markdown(doc: list[tuple], figures_dir: Path) -> str:
@@ -62,7 +67,7 @@ def to_html(doc: list[tuple], title: str) -> str:
             out.append(f"<div class='banner'>{e(block[1])}</div>")
         elif kind == "table":
             head = "".join(f"<th>{e(str(h))}</th>" for h in block[1])
-            body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>" for row in block[2])
+            body = "".join("<tr>" + "".join(f"<td>{e(cell_text(c))}</td>" for c in row) + "</tr>" for row in block[2])
             out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
         elif kind == "figure":
             data = base64.b64encode(block[2]).decode()

@@ -34,6 +34,7 @@ def shape_row(pr: dict) -> dict:
         "speedup_vs_best": r.get("speedup_vs_best"), "speedup_vs_cublas": r.get("speedup_vs_cublas"),
         "vs_library": (lib["time_us"] / r["time_us"]) if name == "model" and lib.get("time_us") else None,
         "statuses": {n: c.get("status", "?") for n, c in pr.get("candidates", {}).items()},
+        "heldout": bool(pr.get("heldout")),
     }
 
 
@@ -52,12 +53,26 @@ def fmt(x, digits: int = 2) -> str:
     return "—" if x is None else f"{x:,.{digits}f}"
 
 
+HELDOUT_MARK = "held out"  # the per-shape table's column that marks shapes never trained on
+
+
 def per_shape_table(rows: list[dict], timed: bool) -> tuple[list[str], list[list[str]]]:
-    """Headers and cells of the per-shape table (statuses only when nothing was timed)."""
-    if not timed:
-        names = sorted({n for row in rows for n in row["statuses"]})
-        return (["shape", "class"] + [f"{n} status" for n in names],
-                [[row["key"], row["class"]] + [row["statuses"].get(n, "—") for n in names] for row in rows])
+    """Headers and cells of the per-shape table (statuses only when nothing was timed). Where any shape
+    was held out of training, a column after the class marks which."""
+    headers, cells = _timed_table(rows) if timed else _status_table(rows)
+    if any(row["heldout"] for row in rows):
+        headers = headers[:2] + [HELDOUT_MARK] + headers[2:]
+        cells = [c[:2] + ["yes" if row["heldout"] else ""] + c[2:] for c, row in zip(cells, rows)]
+    return headers, cells
+
+
+def _status_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    names = sorted({n for row in rows for n in row["statuses"]})
+    return (["shape", "class"] + [f"{n} status" for n in names],
+            [[row["key"], row["class"]] + [row["statuses"].get(n, "—") for n in names] for row in rows])
+
+
+def _timed_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     bls = baseline_names(rows)
     with_library = any(row["vs_library"] for row in rows)
     headers = (["shape", "class", "kernel", "µs", "TFLOP/s"] + [f"{b} µs" for b in bls]

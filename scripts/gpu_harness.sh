@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The harness on the GPU, in two device calls (each well inside 10 minutes):
+#   bash scripts/gpu_harness.sh tests   # GPU tests of harness, tasks, families and library; what the
+#                                       # timing guards cost honest kernels; harness throughput
+#   bash scripts/gpu_harness.sh grid    # the library over the default grid in both timing regimes,
+#                                       # with clocks and throttle reasons per contender
+# Raw results (JSON with the environment) and logs go to $OUT; a short table is printed last.
+# TESTS="tests/test_gpu_harness.py ..." runs fewer GPU test files.
+source scripts/gpu_env.sh
+set -o pipefail
+mode=${1:-tests}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv | tee "$OUT/gpu.txt"
+case "$mode" in
+tests)
+  tests=${TESTS:-tests/test_gpu_harness.py tests/test_gpu_tasks.py tests/test_gpu_families.py tests/test_gpu_library.py}
+  # shellcheck disable=SC2086
+  timeout 330 python3 -m pytest -m gpu -q -p no:cacheprovider $tests 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
+  timeout 120 python3 benchmarks/integrity_overhead.py --out "$OUT/integrity_overhead.json" 2>&1 | tail -40
+  timeout 100 python3 benchmarks/harness_throughput.py --candidates 48 --source families \
+    --out "$OUT/harness_throughput_families.json" 2>&1 | tail -8
+  ;;
+grid)
+  for method in spin_batch sustained; do
+    timeout 200 python3 -m hgemm.cli bench --library benchmarks/tune --grid configs/grids/default.yaml \
+      --timing "$method" --out "$OUT/default_$method.json" > "$OUT/default_$method.log" 2>&1
+    echo "$method: rc $?"
+  done
+  python3 benchmarks/timing_regimes.py "$OUT/default_spin_batch.json" "$OUT/default_sustained.json" \
+    --out "$OUT/timing_regimes.md"
+  ;;
+esac

@@ -1,0 +1,56 @@
+"""What keeps the RL stages inside one GPU's memory: the policy trains with sdpa and samples with eager
+attention, and the configs checkpoint activations with the generation batch of the algorithm kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from tests.test_rl_stages import tiny_model_dir  # noqa: F401  (the fixture)
+from training.grpo import TRAINING_ATTENTION, load_policy
+from training.model import SAMPLING_ATTENTION, load_causal_lm
+
+ROOT = Path(__file__).parents[1]
+
+
+def test_policy_trains_with_sdpa_and_samples_with_eager(tiny_model_dir):  # noqa: F811
+    model, tokenizer = load_policy(tiny_model_dir)
+    assert (TRAINING_ATTENTION, SAMPLING_ATTENTION) == ("sdpa", "eager")
+    seen = []
+    model.model.layers[0].self_attn.register_forward_pre_hook(lambda m, a: seen.append(m.config._attn_implementation))
+    ids = tokenizer("__global__ void", return_tensors="pt")
+    model(**ids)
+    assert seen == ["sdpa"]
+    seen.clear()
+    tokens = model.generate(**ids, max_new_tokens=4, do_sample=False)
+    assert set(seen) == {"eager"} and model.config._attn_implementation == "sdpa"
+    # the same completion a model loaded for sampling writes
+    eager = load_causal_lm(tiny_model_dir, tokenizer, SAMPLING_ATTENTION)
+    eager.generation_config.eos_token_id = model.generation_config.eos_token_id
+    assert torch.equal(tokens, eager.generate(**ids, max_new_tokens=4, do_sample=False))
+
+
+def _merged(*names: str) -> dict:
+    def merge(a: dict, b: dict) -> dict:
+        return {**a, **{k: merge(a[k], v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v
+                        for k, v in b.items()}}
+
+    out: dict = {}
+    for name in names:
+        out = merge(out, yaml.safe_load((ROOT / "configs" / name).read_text()))
+    return out
+
+
+@pytest.mark.parametrize("configs", [("default.yaml",), ("default.yaml", "gpu-quick.yaml"),
+                                     ("default.yaml", "gpu-rl.yaml")])
+def test_rl_configs_checkpoint_and_keep_a_generation_of_32(configs):
+    config = _merged(*configs)
+    for stage in ("rl_general", "rl_hgemm"):
+        grpo = config[stage]["grpo"]
+        assert grpo["gradient_checkpointing"] is True, stage
+        # micro-batches split one generation (TRL's steps_per_generation defaults to the accumulation
+        # steps): 32 completions and one optimiser step a step, whatever the split
+        assert grpo["per_device_train_batch_size"] * grpo["gradient_accumulation_steps"] == 32, stage

@@ -41,10 +41,8 @@ def versions(names: list[str]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", default=str(ROOT / "configs/sections/corpus.yaml"),
-                        help="corpus settings, or a full experiment config with a 'corpus:' section")
-    parser.add_argument("--tokenizer-config", default=str(ROOT / "configs/sections/tokenizer.yaml"),
-                        help="tokenizer settings used with --with-tokenizer")
+    parser.add_argument("--config", default=str(ROOT / "configs/default.yaml"),
+                        help="experiment config whose 'corpus:' and 'tokenizer:' sections are used")
     parser.add_argument("--out", default=str(HERE / "corpus"), help="where the statistics and timings go")
     parser.add_argument("--with-tokenizer", action="store_true", help="also train the tokenizer and time it")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -77,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             out.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(work / "corpus" / name, out / name)
         if args.with_tokenizer:
-            tcfg = build_dataclass(TokenizerConfig, load_stage_config(args.tokenizer_config, "tokenizer"), "tokenizer")
+            tcfg = build_dataclass(TokenizerConfig, load_stage_config(args.config, "tokenizer"), "tokenizer")
             start = time.perf_counter()
             tmetrics = build_tokenizer(tcfg, work / "corpus", work / "tokenizer", progress=not args.no_progress)
             result["tokenizer_seconds"] = round(time.perf_counter() - start, 2)

@@ -1,9 +1,9 @@
 """Does a pretrained model still write candidates when its prompt holds a kernel, as the RL prompts do?
 
-Session 5's RL runs (benchmarks/rl_runs/README.md) saw a model pretrained on bare prompts write word
-salad whenever the prompt showed a kernel: every rl_general prompt with the task's seed solution, and
-every rl_hgemm prompt once the kernel database had context examples. The corpus now frames seed
-kernels that way too (kernels_corpus/harvest.py, `context_framings`). This probe samples the same
+A model pretrained on bare prompts alone writes word salad when the prompt shows a kernel, as every
+rl_general prompt with the task's seed solution does, and every rl_hgemm prompt once the kernel
+database has context examples. The corpus frames seed kernels that way too
+(kernels_corpus/harvest.py, `context_framings`; benchmarks/in_context/README.md). This probe samples the same
 problems both ways, with the RL stages' own prompt builders and judges (training/probe.py), so the
 two framings are compared on one model in one run:
 
@@ -30,12 +30,11 @@ REFERENCE_GLOB = "kernels_corpus/reference/*.cu"
 
 def task_rows(config: dict, tokenizer, prompts: int) -> dict[str, list[dict]]:
     from stages.common import build_dataclass
-    from stages.rl_general import TaskSettings, build_dataset, task_problems
-    from training.grpo import GRPOSettings
     from training.probe import spread
+    from training.rl_general import TaskSettings, build_dataset, task_problems
 
-    tasks = build_dataclass(TaskSettings, config.get("tasks") or {}, "rl_general.tasks")
-    limit = build_dataclass(GRPOSettings, config.get("grpo") or {}, "rl_general.grpo").max_prompt_length
+    tasks = build_dataclass(TaskSettings, config["tasks"], "rl_general.tasks")
+    limit = config["grpo"]["max_prompt_length"]
     pairs = task_problems(tasks)
     bare, _, _ = build_dataset(pairs, tokenizer, limit, 1, show_reference=False)
     shown, _, no_reference = build_dataset(pairs, tokenizer, limit, 1, show_reference=True)
@@ -48,12 +47,13 @@ def task_rows(config: dict, tokenizer, prompts: int) -> dict[str, list[dict]]:
 
 def hgemm_rows(config: dict, tokenizer, prompts: int) -> dict[str, list[dict]]:
     from stages.common import build_dataclass
-    from stages.rl_hgemm import ContextSettings, ShapeSettings, probe_problems, probe_row, split_grid
     from training.grpo import prompt_prefix
+    from training.heldout import ShapeSettings, split_grid
     from training.prompts import format_problem_prompt
+    from training.rl_hgemm import probe_problems, probe_row
 
-    shapes = build_dataclass(ShapeSettings, config.get("shapes") or {}, "rl_hgemm.shapes")
-    arch = build_dataclass(ContextSettings, config.get("context") or {}, "rl_hgemm.context").prompt_arch
+    shapes = build_dataclass(ShapeSettings, config["shapes"], "rl_hgemm.shapes")
+    arch = config["context"]["prompt_arch"]
     problems = probe_problems(split_grid(shapes)[0], prompts)
     references = [Path(f).read_text() for f in sorted(glob.glob(REFERENCE_GLOB))]
     prefix = prompt_prefix(tokenizer)
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     import yaml
 
     from stages.common import build_dataclass
-    from training.grpo import GRPOSettings, JudgeSettings
+    from training.grpo import JudgeSettings
     from training.model import load_tokenizer
     from training.probe import ProbeSettings, probe_model
 
@@ -83,13 +83,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     tokenizer = load_tokenizer(args.model)
-    settings = ProbeSettings(prompts=args.prompts, k=args.k, batch_size=64)
     result = {"model": args.model, "prompts": args.prompts, "k": args.k, "sets": {}}
     for key, path, build in (("rl_general", args.rl_general_config, task_rows),
                              ("rl_hgemm", args.rl_hgemm_config, hgemm_rows)):
         config = yaml.safe_load(Path(path).read_text())[key]
-        judge = build_dataclass(JudgeSettings, config.get("judge") or {}, f"{key}.judge")
-        max_new = build_dataclass(GRPOSettings, config.get("grpo") or {}, f"{key}.grpo").max_completion_length
+        judge = build_dataclass(JudgeSettings, config["judge"], f"{key}.judge")
+        max_new = config["grpo"]["max_completion_length"]
+        settings = ProbeSettings(prompts=args.prompts, k=args.k, temperature=config["probe"]["temperature"],
+                                 batch_size=64, seed=config["probe"]["seed"])
         for name, rows in build(config, tokenizer, args.prompts).items():
             start = time.perf_counter()
             probe = probe_model(args.model, rows, judge.make_judge, settings, max_new)

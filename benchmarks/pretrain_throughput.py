@@ -1,6 +1,6 @@
 """Pretraining throughput: the configured setup against the same model under plain HF Trainer defaults.
 
-    python -m benchmarks.pretrain_throughput [--config configs/sections/pretrain.yaml] [--tokenizer DIR]
+    python -m benchmarks.pretrain_throughput [--config configs/default.yaml [--config FILE]] [--tokenizer DIR]
                                              [--corpus DIR] [--steps 30] [--warmup 5] [--out FILE]
 
 Two arms train the same freshly initialised model for warmup + steps optimizer steps on the same data:
@@ -32,7 +32,7 @@ from accelerate.state import AcceleratorState
 from datasets import Dataset
 from transformers import Trainer, TrainerCallback, TrainingArguments, set_seed
 
-from stages.common import load_stage_config, write_json
+from stages.common import build_dataclass, load_stage_config, write_json
 from training.data import load_corpus, pack_blocks, tokenize_documents
 from training.model import build_model, load_tokenizer
 from training.pretrain import PretrainConfig, build_training_arguments, environment
@@ -150,9 +150,9 @@ def run_arm(name, cfg, make_model, args, dataset, collator, warmup, steps, conte
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    default_cfg = "pretrain.yaml" if torch.cuda.is_available() else "pretrain-smoke.yaml"
-    p.add_argument("--config", default=str(ROOT / "configs" / "sections" / default_cfg),
-                   help="pretrain config (or whole experiment config); default: the GPU config on a GPU, the smoke config on CPU")
+    p.add_argument("--config", action="append", default=None,
+                   help="experiment config, repeatable, each laid over the one before (as the stages take it); "
+                        "default: configs/default.yaml, with configs/smoke.yaml over it on a CPU")
     p.add_argument("--tokenizer", default=None, help="tokenizer folder; without it a 16384-token vocabulary is assumed")
     p.add_argument("--corpus", default=None, help="corpus folder to take documents from; without it, synthetic documents")
     p.add_argument("--steps", type=int, default=None, help="timed optimizer steps per arm (default 30 on GPU, 3 on CPU)")
@@ -165,8 +165,9 @@ def main(argv=None) -> dict:
     steps = a.steps or (30 if on_gpu else 3)
     warmup = a.warmup if a.warmup is not None else (5 if on_gpu else 1)
 
-    config = load_stage_config(a.config, "pretrain", a.set)
-    cfg = PretrainConfig.from_dict(config)
+    configs = a.config or [str(ROOT / "configs" / "default.yaml")] + ([] if on_gpu else [str(ROOT / "configs" / "smoke.yaml")])
+    config = load_stage_config(configs, "pretrain", a.set)
+    cfg = build_dataclass(PretrainConfig, config, "pretrain")
     block = cfg.train.block_size
     rows_needed = (warmup + steps) * cfg.train.per_device_train_batch_size * cfg.train.gradient_accumulation_steps
 

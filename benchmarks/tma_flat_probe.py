@@ -2,7 +2,7 @@
 
 A 2-D tensor map needs 16-byte row pitches, which is why the wgmma family declines misaligned shapes.
 The idea tested here: describe the operand as one flat row (a one-row rank-2 map, `flat_map_args`;
-the driver refused rank-1 maps in session 3) and load each tile row as its own 64-element box at an
+the driver refuses rank-1 maps) and load each tile row as its own 64-element box at an
 arbitrary element coordinate, into the shared-memory row where a 2-D box would have put it.
 
 The PTX ISA (section 5.5.3.1, tiled mode) says "the address of the bounding box must also be aligned
@@ -10,7 +10,7 @@ to 16 bytes"; a box that starts at an element coordinate that is not a multiple 
 rule. The cases therefore separate three things: box start alignment, swizzle, and the shared-memory
 placement of one-row swizzled boxes. See benchmarks/tma_flat/README.md.
 
-Every case runs in its own subprocess, because a fault (cudaErrorIllegalInstruction in session 4)
+Every case runs in its own subprocess, because a fault (cudaErrorIllegalInstruction, for one)
 leaves the CUDA context unusable; the JSON is rewritten after every case with its status:
 ok, wrong_data, encode_refused, crashed, hung or error. Swizzle NONE cases run first. Every case
 checks the bytes TMA put in shared memory against a numpy model of fresh random data.

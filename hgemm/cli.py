@@ -16,6 +16,7 @@ from typing import Callable
 from . import __version__
 from .compile import detect_arch, name_source
 from .entry import BASELINES, TIMING_METHODS, EvalOptions
+from .files import UnreadableFile, read_user_text
 from .problem import GridError, Problem, load_grid, select_problems
 
 
@@ -26,13 +27,9 @@ def user_error(what: str) -> SystemExit:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text()
-    except FileNotFoundError:
-        raise user_error(f"{path}: no such file") from None
-    except UnicodeDecodeError:
-        raise user_error(f"{path}: not a UTF-8 text file") from None
-    except OSError as e:
-        raise user_error(f"{path}: cannot read: {e.strerror}") from None
+        return read_user_text(path)
+    except UnreadableFile as e:
+        raise user_error(str(e)) from None
 
 
 def candidate_paths(path: str) -> list[Path]:

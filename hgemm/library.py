@@ -70,6 +70,28 @@ class Library:
                 return Choice(name, self.candidate(name), f"nearest {key}")
         return Choice(self.fallback, self.candidate(self.fallback), "fallback")
 
+    def measured(self) -> dict[str, list[tuple[str, float]]]:
+        """problem key -> [(kernel text, speedup over the strongest baseline), ...], fastest first: the
+        tuned winner and the reference kernels the tune timed on that shape (the entry's `references`).
+        A kernel whose file is missing or whose speedup was not measured is left out."""
+        out = {}
+        for key, entry in self.entries.items():
+            timed = {entry.get("kernel"): entry.get("speedup_vs_best")} | (entry.get("references") or {})
+            kernels = [((self.path / "kernels" / f"{name}.cu").read_text(), float(speedup))
+                       for name, speedup in timed.items()
+                       if isinstance(speedup, (int, float)) and speedup > 0
+                       and (self.path / "kernels" / f"{name}.cu").is_file()]
+            if kernels:
+                out[key] = sorted(kernels, key=lambda ts: -ts[1])
+        return out
+
+
+def measured_kernels(folder: str | Path | None) -> dict[str, list[tuple[str, float]]]:
+    """Library(folder).measured(), or {} for no folder or a folder without a table.json."""
+    if not folder or not (Path(folder) / "table.json").is_file():
+        return {}
+    return Library(folder).measured()
+
 
 def tma_compatible(cand: Candidate, problem: Problem) -> bool:
     """TMA needs every described operand's row pitch to be a multiple of 16 bytes (8 fp16); a staged

@@ -82,8 +82,8 @@ def patch_params(buf: bytes, params: list[Param], layout: list[tuple[int, int]],
 STAGE_ALIGN = 1024
 # A staged copy's row pitch: a multiple of this many fp16 (128 bytes, one TMA box row of a 128-byte
 # swizzle), so that no box row straddles two 128-byte lines. TMA itself accepts any 16-byte multiple.
-# Session 7 left the +1 cubes (pitches 4104 and 8200 at 8 fp16) 1.3-1.5x slower a tile round than the -1
-# cubes (4096, 8192); scripts/gpu_library.sh's pitch probe measures whether the pitch is why.
+# A pitch of 16 bytes but not 128 (4104, 8200 fp16) costs the TMA kernel 30-35% a flop
+# (benchmarks/row_pitch/; scripts/gpu_library.sh's pitch probe).
 STAGED_PITCH = 64
 
 

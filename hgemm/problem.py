@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import yaml
+
+from .files import UnreadableFile, read_user_text
 
 LAYOUTS = ("NN", "TN")
 
@@ -195,15 +196,9 @@ def expand_group(group: dict) -> list[Problem]:
 def _read_grid(path) -> dict:
     """The YAML mapping of a grid file; every way a file can be unusable is a GridError naming it."""
     try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        raise GridError(f"{path}: no such grid file") from None
-    except IsADirectoryError:
-        raise GridError(f"{path}: is a folder, not a grid file") from None
-    except UnicodeDecodeError:
-        raise GridError(f"{path}: not a text file") from None
-    except OSError as e:
-        raise GridError(f"{path}: cannot read: {e.strerror}") from None
+        text = read_user_text(path, "grid file")
+    except UnreadableFile as e:
+        raise GridError(str(e)) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -149,7 +149,12 @@ class Timer:
         for i in range(2):  # warm-up: module load, lazy allocations, cuBLAS heuristics
             fn(i % self.n_sets)
         # the estimate itself runs behind a spin, so a library's slow Python dispatch does not inflate it
-        us, _, _ = self._batch_us(fn, 3, 0, 2_000_000)
+        spin_ns = 300_000
+        for _attempt in range(4):
+            us, _, starved = self._batch_us(fn, 3, 0, spin_ns)
+            if not starved:
+                break
+            spin_ns *= 4
         est_ms = max((us - self.overhead_us) / 3e3, 1e-4)
         return max(1, min(self.max_launches, math.ceil((target_ms or self.target_batch_ms) / est_ms)))
 
@@ -172,8 +177,11 @@ class Timer:
                 n = plan[name]
                 for _attempt in range(4):
                     us, host_s, starved = self._batch_us(contenders[name], n, offset, spin_ns[name])
-                    # next time spin 50% longer than this enqueue took, plus slack
-                    spin_ns[name] = int(max(spin_ns[name] * (2 if starved else 1), host_s * 1.5e9 + 50_000))
+                    # next time spin 50% longer than this enqueue took, plus slack (twice as long after
+                    # a starved batch). The spin ends before the start event, so its length changes
+                    # only the wall time, never the figure: no longer than the enqueue needs.
+                    enqueue_ns = host_s * 1.5e9 + 50_000
+                    spin_ns[name] = int(max(spin_ns[name] * 2, enqueue_ns) if starved else enqueue_ns)
                     if not starved:
                         break
                 samples[name].append(max(us - self.overhead_us, 0.0) / n)

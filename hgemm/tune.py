@@ -50,12 +50,13 @@ def estimate(params: dict, problem: Problem) -> float:
     work = bm * bn * _cdiv(problem.K, split) / max(1, params.get("min_blocks", 1))
     cost = waves * work / min(1.0, intensity)
     # A staged wgmma kernel first copies the operands TMA refuses, ~10% of the kernel's time for each
-    # (session 7 at 4096^3: 22 us over the plain kernel's 203, for A or B alone). Without this, copying
-    # both ranks level with copying the one that needs it, and the list order picks the former.
+    # (at 4096^3: 22 us over the plain kernel's 203, for A or B alone; benchmarks/misaligned_loaders/).
+    # Without this, copying both ranks level with copying the one that needs it, and the list order
+    # picks the former.
     cost *= 1 + 0.1 * len(params.get("stage", "")) if params.get("loader") == "staged" else 1
     # 2-CTA clusters that multicast B (wgmma `cluster: 2`) measured 1.16-1.44x the same tile where an
     # operand's rows are 16-byte but not 128-byte multiples (4096x4104x4104, 8192x8200x8200), and
-    # 0.94-1.01x elsewhere (session 8, benchmarks/cluster/): first on the former, after the plain tile
+    # 0.94-1.01x elsewhere (benchmarks/cluster/): first on the former, after the plain tile
     # on the latter.
     if params.get("cluster", 1) > 1:
         cost *= 0.85 if _pitch_off_128_bytes(problem) else 1.02

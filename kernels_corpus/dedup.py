@@ -25,13 +25,15 @@ _WHITESPACE = re.compile(r"\s+")
 
 @dataclass(frozen=True)
 class DedupSettings:
-    threshold: float = 0.85
-    num_perm: int = 128
-    shingle_tokens: int = 5
-    seed: int = 0
+    """The corpus config's dedup_* settings (kernels_corpus.build.CorpusConfig)."""
+
+    threshold: float
+    num_perm: int
+    shingle_tokens: int
+    seed: int
     # Sources whose documents are only exact-deduplicated: the seed-family variants differ from each other
     # by tile parameters on purpose, and their share is set by the configured variant count instead.
-    near_dup_exempt_sources: tuple[str, ...] = ()
+    near_dup_exempt_sources: tuple[str, ...]
 
 
 @dataclass

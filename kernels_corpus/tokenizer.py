@@ -19,8 +19,8 @@ from typing import Iterable, Iterator
 
 from tqdm import tqdm
 
+from hgemm.files import atomic_write_text, config_hash, write_json
 from kernels_corpus.harvest import resolve_project_path
-from stages.common import atomic_write_text, config_hash, write_json
 
 PROBLEM, CANDIDATE, END = "<|problem|>", "<|candidate|>", "<|end|>"
 FORMAT_TOKENS = (PROBLEM, CANDIDATE, END)
@@ -29,11 +29,13 @@ ROLE_TOKENS = {"bos_token": "<|bos|>", "eos_token": "<|eos|>", "pad_token": "<|p
 
 @dataclass
 class TokenizerConfig:
-    vocab_size: int = 16384
-    min_frequency: int = 2
-    base_model: str | None = None  # a local model dir: use its tokenizer instead of training one
-    max_train_docs: int | None = None  # cap on training documents (taken in dataset order)
-    batch_size: int = 256
+    """The `tokenizer:` section (values: configs/default.yaml)."""
+
+    vocab_size: int  # byte-level BPE vocabulary, special tokens included
+    min_frequency: int
+    base_model: str | None  # a local model dir: use its tokenizer instead of training one
+    max_train_docs: int | None  # cap on training documents (taken in dataset order); None = all
+    batch_size: int
 
 
 def _batches(texts: list[str], size: int) -> Iterator[list[str]]:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One device call on one H200, about 9 minutes:
-#   1. the whole DAG with configs/gpu-quick.yaml, its training caps trimmed so that part 2 fits the call
+# One run on one H200, about 9 minutes:
+#   1. the whole DAG with configs/gpu-quick.yaml, its training caps trimmed so that part 2 fits 10 minutes
 #      (pretrain 90 s, rl_general 35 s, rl_hgemm 45 s of training);
 #   2. rl_general and rl_hgemm at configs/default.yaml's sizes (32 completions a step of up to 768 + 1024
 #      and 2304 + 2304 tokens) for one optimiser step each, from part 1's models, no probe: whether the
@@ -13,7 +13,7 @@ source scripts/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv | tee "$OUT/gpu.txt"
 call_start=$(date +%s)
-# from scratch: a warm machine keeps results/ and work/ from an earlier call
+# from scratch: results/ and work/ from an earlier run would make snakemake skip stages
 rm -rf results work .snakemake
 
 # 1. the gpu-quick DAG, with a file of the trimmed caps laid over it (nested keys merge)

@@ -1,21 +1,20 @@
 #!/usr/bin/env bash
-# Four device calls on one warm nvidia-h200 (issue each within the machine's idle window, so
-# results/gpu-rl and work/gpu-rl from the one before are still there): configs/gpu-rl.yaml.
-# Session 6 measured (benchmarks/rl_runs/session6/): corpus + tokenizer + pretrain + rl_general no
-# longer fit one call, so rl_general has a call of its own.
+# configs/gpu-rl.yaml in four runs on one H200, each under 10 minutes, one after the other on the same
+# machine (results/gpu-rl and work/gpu-rl from the one before must still be there); results in
+# benchmarks/rl_runs/.
 #   bash scripts/gpu_rl_runs.sh 1    corpus, tokenizer, pretrain, tune (~290 s)
 #   bash scripts/gpu_rl_runs.sh 2    rl_general (~470 s: 360 s of training, two probes)
 #   bash scripts/gpu_rl_runs.sh 3    rl_hgemm (~500 s: 270 s of training, then both models probed)
 #   bash scripts/gpu_rl_runs.sh 4    sample, bench, report (~170 s)
 #   bash scripts/gpu_rl_runs.sh pretrain   corpus, tokenizer, pretrain only (does the model write the format?)
-# Each call writes $OUT/snakemake_<phase>.log and packs results/gpu-rl (no weights) into $OUT/rl_<phase>.tgz.
+# Each run writes $OUT/snakemake_<phase>.log and packs results/gpu-rl (no weights) into $OUT/rl_<phase>.tgz.
 source scripts/gpu_env.sh
 PHASE=${1:?phase 1, 2, 3, 4 or pretrain}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
 case "$PHASE" in 1) target="pretrain tune" ;; 2) target=rl_general ;; 3) target=rl_hgemm ;; 4) target=all ;; *) target=$PHASE ;; esac
 start=$(date +%s)
-# Session 7: at 570 s snakemake took over 30 s to stop its rl_hgemm job, the device call hit its 600 s and
-# nothing below ran. Stop it earlier, and kill it 15 s after asking, so the results always get packed.
+# snakemake can take over 30 s to stop a training job: ask at 545 s and kill 15 s later, so that the
+# packing below always runs inside 10 minutes.
 timeout -k 15 545 snakemake $target --cores all --keep-going --configfile configs/gpu-rl.yaml > "$OUT/snakemake_$PHASE.log" 2>&1
 echo "snakemake ($target) exit $? after $(( $(date +%s) - start )) s"
 grep -E "Finished jobid|Error in rule|steps \(" "$OUT/snakemake_$PHASE.log" | tail -12

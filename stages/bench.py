@@ -35,13 +35,15 @@ ROLES = ("model", "library")
 
 @dataclass
 class BenchSettings:
-    grid: str = "configs/grids/default.yaml"
-    classes: list | None = None
-    limit: int | None = None
-    reps: int = 10
-    baselines: list | None = None
-    timing_method: str = "spin_batch"
-    arch: str | None = None
+    """The `bench:` section (values: configs/default.yaml)."""
+
+    grid: str  # the size/batch grid the report covers
+    classes: list | None  # only these shape classes (null: all)
+    limit: int | None  # only the first N grid problems (null: all)
+    reps: int
+    baselines: list | None  # null: the harness's default baselines
+    timing_method: str  # hgemm.timing: spin_batch | sustained | events
+    arch: str | None  # nvcc target (null: the GPU's)
 
 
 def sampled_kernels(samples_dir: str | Path) -> dict[str, tuple[Problem, str]]:
@@ -204,8 +206,9 @@ def bench_metrics(settings: BenchSettings, results: dict, wall_s: float) -> dict
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m stages.bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", required=True,
-                    help="YAML with the bench settings, or an experiment config with a 'bench:' section")
+    ap.add_argument("--config", required=True, action="append",
+                    help="experiment config with a 'bench:' section (configs/default.yaml), or YAML with the bench "
+                         "settings; repeatable: each file laid over the one before")
     ap.add_argument("--samples", required=True, help="sample stage folder (best.json, best/<shape key>.cu)")
     ap.add_argument("--library", required=True, help="tune stage folder (table.json, kernels/)")
     ap.add_argument("--out", required=True, help="output folder: results.json, summary.md, metrics.json")

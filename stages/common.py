@@ -1,33 +1,67 @@
-"""What every stage CLI shares: config loading with overrides, atomic writes, metrics, resumable work
-state and outputs published whole.
+"""What every stage CLI shares: config loading with overrides, metrics, resumable work state and
+outputs published whole (atomic writes: hgemm/files.py).
 
 A stage's `--config FILE` is either that stage's own settings, or a whole experiment config
-(configs/default.yaml) from which the section named after the stage is taken. `--set key=value`
+(configs/default.yaml) from which the section named after the stage is taken. Several `--config`
+files are laid over one another in order, nested keys merged, as Snakemake lays `--configfile` over
+configs/default.yaml: `--config configs/default.yaml --config configs/smoke.yaml`. `--set key=value`
 overrides single settings (values parsed as YAML, dotted keys reach into nested dicts).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
 import os
 import re
 import shutil
-import tempfile
 import time
+import typing
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Sequence, TypeVar
 
 import yaml
+
+from hgemm.files import atomic_write_text, config_hash, write_json  # noqa: F401  (the stages write with these)
 
 T = TypeVar("T")
 
 
-def load_stage_config(path: str | os.PathLike, stage: str, overrides: list[str] | None = None) -> dict:
-    data = yaml.safe_load(Path(path).read_text()) or {}
-    if isinstance(data.get(stage), dict):
-        data = data[stage]
+def merge_config(base: dict, over: dict) -> dict:
+    """`over` laid over `base`: nested mappings merge key by key, anything else is replaced (Snakemake's rule)."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        out[key] = merge_config(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) \
+            else copy.deepcopy(value)
+    return out
+
+
+def _schema_keys(stage: str) -> tuple[set[str], set[str]]:
+    """(the top-level keys of an experiment config, the keys of the stage's section), from the schema."""
+    from stages.config_schema import load_schema
+
+    properties = load_schema()["properties"]
+    return set(properties), set(properties.get(stage, {}).get("properties", {}))
+
+
+def stage_section(data: dict, stage: str) -> dict:
+    """The stage's settings in one config file: its section of a whole experiment config (empty when the
+    file names other stages only), or the whole file when it holds that stage's settings alone."""
+    if stage in data:
+        return data[stage] if isinstance(data[stage], dict) else {}
+    experiment, own = _schema_keys(stage)
+    return {} if set(data) & experiment and not set(data) <= own else data
+
+
+def load_stage_config(paths: str | os.PathLike | Sequence[str | os.PathLike], stage: str,
+                      overrides: list[str] | None = None) -> dict:
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    data: dict = {}
+    for path in paths:
+        data = merge_config(data, stage_section(yaml.safe_load(Path(path).read_text()) or {}, stage))
     for item in overrides or []:
         key, sep, value = item.partition("=")
         if not sep:
@@ -41,29 +75,28 @@ def load_stage_config(path: str | os.PathLike, stage: str, overrides: list[str] 
 
 
 def build_dataclass(cls: type[T], data: dict, where: str) -> T:
-    """Dataclass from a dict, naming unknown keys instead of failing with a bare TypeError."""
-    names = {f.name for f in dataclasses.fields(cls)}
+    """A settings dataclass from a dict, a field whose type is a dataclass from the nested dict; an
+    unknown or a missing setting is a ValueError naming it, never a bare TypeError. The settings
+    dataclasses hold no defaults: every value comes from the config (configs/default.yaml and what is
+    laid over it)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a mapping of settings, got {type(data).__name__}")
+    fields = dataclasses.fields(cls)
+    names = {f.name for f in fields}
     unknown = sorted(set(data) - names)
     if unknown:
         raise ValueError(f"{where}: unknown setting(s) {unknown}; known: {sorted(names)}")
-    return cls(**data)
-
-
-def config_hash(data: Any) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
-def write_json(path: str | os.PathLike, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    missing = [f.name for f in fields if f.name not in data
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise ValueError(f"{where}: missing setting(s) {missing} (a stage reads configs/default.yaml with any "
+                         "override files after it: --config configs/default.yaml --config FILE)")
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # an annotation that does not resolve at run time: no nested settings to build
+        hints = {}
+    return cls(**{k: build_dataclass(hints[k], v, f"{where}.{k}") if dataclasses.is_dataclass(hints.get(k)) else v
+                  for k, v in data.items()})
 
 
 def write_metrics(out_dir: str | os.PathLike, metrics: dict) -> None:
@@ -234,3 +267,28 @@ def publish(staged: str | os.PathLike, out_dir: str | os.PathLike, work_dir: str
         stamp = read_stamp(work_dir)
         if stamp:
             _write_stamp(Path(work_dir), stamp["hash"], stamp["key"], finished=True)
+
+
+class TrainingJob(typing.Protocol):
+    """What a training stage hands `run_training`: a library object that has checked its settings and
+    inputs (a bad value fails before the work dir is touched) and knows what its checkpoints depend on."""
+
+    resume_settings: dict  # the settings a checkpoint depends on
+    resume_inputs: dict  # input name -> path, hashed by content (fingerprint)
+
+    def run(self, out: Path, resumable: bool) -> dict | None:
+        """Train (resuming when `resumable`), write the outputs into `out`; the metrics, or None on a
+        rank other than 0."""
+
+
+def run_training(job: TrainingJob, work_dir: str | os.PathLike, out_dir: str | os.PathLike) -> dict | None:
+    """A training stage's run around its library call: the work dir prepared for the job's resume key,
+    the outputs written into a staging folder, metrics.json last, then the folder swapped in for
+    out_dir and the run stamped finished. Returns the metrics (None on ranks other than 0)."""
+    resumable = prepare_work_dir(work_dir, resume_key(job.resume_settings, job.resume_inputs))
+    out = staging_dir(out_dir)  # swapped in for out_dir at the end: a failed run leaves the old outputs whole
+    metrics = job.run(out, resumable)
+    if metrics is not None:
+        write_metrics(out, metrics)
+        publish(out, out_dir, work_dir)
+    return metrics

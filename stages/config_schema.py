@@ -20,6 +20,8 @@ import yaml
 from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.exceptions import best_match
 
+from hgemm.files import UnreadableFile, read_user_text
+
 from stages.common import build_dataclass, load_stage_config
 
 SCHEMA = Path(__file__).resolve().parent.parent / "configs" / "schema.yaml"
@@ -132,7 +134,7 @@ class ConfigError(ValueError):
 
 
 def section_schema(stage: str, schema: dict | None = None) -> dict:
-    """The schema of one stage's section, on its own: what the stage's defaults fill in is not required."""
+    """The schema of one stage's section, on its own (a missing setting is build_dataclass's to name)."""
     schema = schema or load_schema()
     section = {k: v for k, v in schema["properties"][stage].items() if k != "required"}
     return {"$defs": schema.get("$defs", {}), "type": "object", "additionalProperties": False,
@@ -150,33 +152,33 @@ def _read_yaml(path: str) -> None:
     from hgemm.problem import yaml_error
 
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a UTF-8 text file") from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+        data = yaml.safe_load(read_user_text(path, "config file"))
+    except UnreadableFile as e:
+        raise ConfigError(str(e)) from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: {yaml_error(e)}") from None
     if data is not None and not isinstance(data, dict):
         raise ConfigError(f"{path}: a config is a mapping of settings, got {type(data).__name__}")
 
 
-def load_settings(cls: type[T], stage: str, path: str, overrides: list[str] = (), prog: str = "") -> T:
-    """A stage's settings dataclass from --config and --set, checked against its schema section first;
-    any user error ends the stage with one line: `<prog>: <file>: <key>: <what>`."""
+def load_settings(cls: type[T], stage: str, paths: str | list[str], overrides: list[str] = (), prog: str = "") -> T:
+    """A stage's settings dataclass from its --config files (laid over one another in order) and --set,
+    checked against its schema section first; any user error ends the stage with one line:
+    `<prog>: <files>: <key>: <what>`."""
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     try:
-        _read_yaml(path)
+        for path in paths:
+            _read_yaml(str(path))
+        where = " + ".join(map(str, paths))
         try:
-            data = load_stage_config(path, stage, list(overrides))
+            data = load_stage_config(paths, stage, list(overrides))
         except ValueError as e:  # a --set item without '='
-            raise ConfigError(f"{path}: {e}") from None
-        where = path + (" with --set" if overrides else "")
+            raise ConfigError(f"{where}: {e}") from None
+        where += " with --set" if overrides else ""
         check_section(stage, data, where)
         try:
             return build_dataclass(cls, data, f"{where}: {stage}")
-        except ValueError as e:  # a dataclass's own check of its values (__post_init__)
+        except ValueError as e:  # a missing setting, or a dataclass's own check of its values (__post_init__)
             raise ConfigError(str(e) if str(e).startswith(where) else f"{where}: {stage}: {e}") from None
     except ConfigError as e:
         raise SystemExit(f"{prog}: {e}" if prog else str(e)) from None

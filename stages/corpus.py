@@ -10,14 +10,18 @@ import logging
 import sys
 
 from kernels_corpus.build import CorpusConfig, build_corpus
-from stages.common import build_dataclass, load_stage_config, write_metrics
+from stages.common import write_metrics
+from stages.config_schema import load_settings
+
+PROG = "python -m stages.corpus"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m stages.corpus", description=__doc__,
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", required=True,
-                        help="YAML with the corpus settings, or a full experiment config with a 'corpus:' section")
+    parser.add_argument("--config", required=True, action="append",
+                        help="experiment config with a 'corpus:' section (configs/default.yaml), or YAML with the "
+                             "corpus settings; repeatable: each file laid over the one before")
     parser.add_argument("--out", required=True,
                         help="output dir: dataset/ (datasets.DatasetDict), stats.json, stats.md, metrics.json")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -26,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    cfg = build_dataclass(CorpusConfig, load_stage_config(args.config, "corpus", args.overrides), "corpus")
+    cfg = load_settings(CorpusConfig, "corpus", args.config, args.overrides, PROG)
     metrics = build_corpus(cfg, args.out, progress=not args.no_progress)
     write_metrics(args.out, metrics)
     print(f"corpus: {metrics['documents']:,} documents, {metrics['bytes']:,} bytes in {metrics['build_seconds']} s "

@@ -1,6 +1,6 @@
-"""Stage 1: continued pretraining on the CUDA corpus (see training/pretrain.py for what it does).
+"""Stage: continued pretraining on the CUDA corpus (see training/pretrain.py for what it does).
 
-    python -m stages.pretrain --config configs/sections/pretrain.yaml --corpus results/corpus \
+    python -m stages.pretrain --config configs/default.yaml --corpus results/corpus \\
         --tokenizer results/tokenizer --work work/pretrain --out results/pretrain
 
 Several GPUs, with DeepSpeed ZeRO:
@@ -13,14 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 
-from stages.common import load_stage_config
+from stages.common import run_training
+from stages.config_schema import load_settings
+
+PROG = "python -m stages.pretrain"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m stages.pretrain", description=__doc__,
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", required=True,
-                   help="YAML with model/train/sample sections, or a whole experiment config with a 'pretrain' section")
+    p.add_argument("--config", required=True, action="append",
+                   help="experiment config with a 'pretrain' section (configs/default.yaml), or YAML with its "
+                        "model/train/sample sections; repeatable: each file laid over the one before")
     p.add_argument("--corpus", required=True,
                    help="corpus folder: a DatasetDict saved with save_to_disk, 'text' column, train/validation splits")
     p.add_argument("--tokenizer", default=None,
@@ -39,11 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> None:
     args = build_parser().parse_args(argv)
-    config = load_stage_config(args.config, "pretrain", args.set)
     # Imported here so that --help answers without loading torch.
-    from training.pretrain import run_pretrain
+    from training.pretrain import PretrainConfig, Pretraining
 
-    metrics = run_pretrain(config, args.corpus, args.tokenizer, args.work, args.out, args.deepspeed)
+    settings = load_settings(PretrainConfig, "pretrain", args.config, args.set, PROG)
+    job = Pretraining(settings, args.corpus, args.tokenizer, args.work, args.deepspeed)
+    metrics = run_training(job, args.work, args.out)
     if metrics is not None:
         keys = ("train_loss", "eval_loss", "perplexity", "tokens_per_second", "mfu", "parse_rate", "compile_rate",
                 "pass_rate", "wall_time_s")

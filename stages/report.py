@@ -23,8 +23,9 @@ from stages.config_schema import load_settings
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m stages.report", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", required=True,
-                    help="YAML with the report settings, or an experiment config with a 'report:' section")
+    ap.add_argument("--config", required=True, action="append",
+                    help="experiment config with a 'report:' section (configs/default.yaml), or YAML with the report "
+                         "settings; repeatable: each file laid over the one before")
     ap.add_argument("--corpus", help="corpus stage folder (stats.json, stats.md)")
     ap.add_argument("--pretrain", help="pretrain stage folder (metrics.json)")
     ap.add_argument("--rl-general", dest="rl_general", help="rl_general stage folder (curves.json, metrics.json)")

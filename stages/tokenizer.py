@@ -10,14 +10,18 @@ import logging
 import sys
 
 from kernels_corpus.tokenizer import TokenizerConfig, build_tokenizer
-from stages.common import build_dataclass, load_stage_config, write_metrics
+from stages.common import write_metrics
+from stages.config_schema import load_settings
+
+PROG = "python -m stages.tokenizer"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m stages.tokenizer", description=__doc__,
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", required=True,
-                        help="YAML with the tokenizer settings, or a full experiment config with a 'tokenizer:' section")
+    parser.add_argument("--config", required=True, action="append",
+                        help="experiment config with a 'tokenizer:' section (configs/default.yaml), or YAML with the "
+                             "tokenizer settings; repeatable: each file laid over the one before")
     parser.add_argument("--corpus", required=True, help="output dir of the corpus stage (holds dataset/)")
     parser.add_argument("--out", required=True,
                         help="output dir: tokenizer files (AutoTokenizer.from_pretrained), stats.json, stats.md, "
@@ -28,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    cfg = build_dataclass(TokenizerConfig, load_stage_config(args.config, "tokenizer", args.overrides), "tokenizer")
+    cfg = load_settings(TokenizerConfig, "tokenizer", args.config, args.overrides, PROG)
     metrics = build_tokenizer(cfg, args.corpus, args.out, progress=not args.no_progress)
     write_metrics(args.out, metrics)
     print(f"tokenizer: vocab {metrics['vocab_size']:,}, {metrics['bytes_per_token']} bytes/token -> {args.out}",

@@ -11,28 +11,32 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
-from hgemm.entry import DEFAULT_BASELINES, EvalOptions
+from hgemm.entry import EvalOptions
 from hgemm.problem import GridError, load_grid, select_problems
-from hgemm.tune import DEFAULT_TILES, tune
+from hgemm.tune import tune
 from stages.common import write_metrics
 from stages.config_schema import load_settings
 
 
 @dataclass
 class TuneSettings:
-    grid: str = "configs/grids/default.yaml"
-    classes: list[str] = field(default_factory=list)  # empty: every class of the grid
-    tiles_per_family: int = DEFAULT_TILES
-    reps: int = 5
-    baselines: list[str] = field(default_factory=lambda: list(DEFAULT_BASELINES))
+    """The `tune:` section (values: configs/default.yaml)."""
+
+    grid: str
+    classes: list[str] | None  # empty or null: every class of the grid
+    tiles_per_family: int  # distinct tile shapes per family and shape, each at its 2 deepest pipelines
+    reps: int
+    baselines: list[str]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m stages.tune", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", required=True, help="stage settings YAML, or an experiment YAML with a 'tune' section")
+    ap.add_argument("--config", required=True, action="append",
+                    help="experiment config with a 'tune' section (configs/default.yaml), or YAML with the tune "
+                         "settings; repeatable: each file laid over the one before")
     ap.add_argument("--out", required=True, help="library folder to write (table.json, kernels/, bench.json)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one setting")
     args = ap.parse_args(argv)

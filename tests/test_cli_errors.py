@@ -233,8 +233,8 @@ def test_bench_stage_with_a_bad_grid_keeps_the_last_results(tmp_path):
     (out / "metrics.json").write_text("{}")
     config = _stage_config(tmp_path, f"bench:\n  grid: {SMOKE_GRID}\n  classes: [nosuch]\n")
     with pytest.raises(SystemExit) as e:
-        bench_stage.main(["--config", config, "--samples", str(tmp_path), "--library", str(tmp_path),
-                          "--out", str(out)])
+        bench_stage.main(["--config", str(ROOT / "configs/default.yaml"), "--config", config, "--samples",
+                          str(tmp_path), "--library", str(tmp_path), "--out", str(out)])
     assert e.value.code.startswith(f"python -m stages.bench: {SMOKE_GRID}: no shape class 'nosuch'")
     assert (out / "metrics.json").read_text() == "{}"  # nothing lost
 
@@ -244,17 +244,14 @@ def test_sample_stage_checks_its_grid_before_loading_a_model(tmp_path):
 
     config = _stage_config(tmp_path, "sample:\n  grid: configs/grids/nosuch.yaml\n  k: 1\n")
     with pytest.raises(SystemExit) as e:
-        sample_stage.main(["--config", config, "--model", str(tmp_path / "no_model"), "--out", str(tmp_path / "s")])
+        sample_stage.main(["--config", str(ROOT / "configs/default.yaml"), "--config", config,
+                           "--model", str(tmp_path / "no_model"), "--out", str(tmp_path / "s")])
     assert e.value.code == "python -m stages.sample: configs/grids/nosuch.yaml: no such grid file"
 
 
-# a backslash-newline in a docstring joins the example's lines with the indentation's spaces between them
-JOINED_EXAMPLE = pytest.mark.xfail(strict=True, reason="its docstring's example ends a line in a lone backslash")
-
-
-@pytest.mark.parametrize("stage", ["corpus", "tokenizer", pytest.param("pretrain", marks=JOINED_EXAMPLE), "tune",
-                                   pytest.param("rl_general", marks=JOINED_EXAMPLE), "rl_hgemm", "sample", "bench",
-                                   "report"])
+# (a lone backslash-newline in a docstring would join the example's lines with the indentation's spaces)
+@pytest.mark.parametrize("stage", ["corpus", "tokenizer", "pretrain", "tune", "rl_general", "rl_hgemm", "sample",
+                                   "bench", "report"])
 def test_stage_help_names_the_module_and_has_clean_examples(stage, capsys):
     import importlib
 

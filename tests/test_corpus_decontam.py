@@ -7,6 +7,7 @@ import json
 import re
 from collections import Counter
 
+from configured import settings
 from kernels_corpus.build import CorpusConfig, build_corpus
 from kernels_corpus.decontam import find_contaminated, load_heldout
 from kernels_corpus.harvest import PROJECT_ROOT, Document, harvest_reference
@@ -45,8 +46,9 @@ def test_build_drops_planted_kernel_and_reports_it(tmp_path):
     (tmp_path / "src" / "naive.cu").write_text(NAIVE)
     (tmp_path / "held").mkdir()
     (tmp_path / "held" / "k.cu").write_text(HELDOUT)
-    cfg = CorpusConfig(packages=[], reference_globs=[str(tmp_path / "src" / "*.cu")], family_variants=0, reference_framings=0,
-                       context_framings=0, include_tasks=False, heldout_globs=[str(tmp_path / "held" / "*.cu")])
+    cfg = settings(CorpusConfig, "corpus", packages=[], reference_globs=[str(tmp_path / "src" / "*.cu")],
+                   family_variants=0, reference_framings=0, context_framings=0, include_tasks=False,
+                   heldout_globs=[str(tmp_path / "held" / "*.cu")])
     metrics = build_corpus(cfg, tmp_path / "out", progress=False)
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())
     assert metrics["documents"] == 1 and metrics["decontam_rate"] == 0.5

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from configured import section
 from kernels_corpus.dedup import DedupSettings, deduplicate
 from kernels_corpus.harvest import Document
+
+
+def dedup_settings(**changes) -> DedupSettings:
+    """configs/default.yaml's dedup settings, no source exempt, with `changes`."""
+    corpus = section("corpus")
+    return DedupSettings(**{"threshold": corpus["dedup_threshold"], "num_perm": corpus["dedup_num_perm"],
+                            "shingle_tokens": corpus["dedup_shingle_tokens"], "seed": corpus["seed"],
+                            "near_dup_exempt_sources": (), **changes})
 
 
 def tiled_kernel(name: str, tile: int) -> str:
@@ -52,7 +61,7 @@ def test_planted_duplicates_are_removed_and_distinct_kept():
     reindented = "\n".join("    " + line for line in original.splitlines())  # exact after whitespace collapse
     renamed = tiled_kernel("transpose_v2", 32).replace("avoids bank conflicts", "keeps banks apart")
     docs = [doc(original, "a.cu"), doc(SOFTMAX, "b.cu"), doc(reindented, "c.cu"), doc(renamed, "d.cu")]
-    result = deduplicate(docs, DedupSettings(threshold=0.7, num_perm=128, seed=0), progress=False)
+    result = deduplicate(docs, dedup_settings(threshold=0.7, num_perm=128, seed=0), progress=False)
     assert result.kept == [0, 1]
     assert result.exact_duplicates == 1 and result.near_duplicates == 1
     assert result.duplicate_of == {2: 0, 3: 0}
@@ -61,13 +70,13 @@ def test_planted_duplicates_are_removed_and_distinct_kept():
 def test_exempt_source_keeps_near_duplicates_but_not_exact_ones():
     a, b = tiled_kernel("t32", 32), tiled_kernel("t64", 64)
     docs = [doc(a, "f/a", "family_variant"), doc(b, "f/b", "family_variant"), doc(a, "f/c", "family_variant")]
-    s = DedupSettings(threshold=0.5, near_dup_exempt_sources=("family_variant",))
+    s = dedup_settings(threshold=0.5, near_dup_exempt_sources=("family_variant",))
     result = deduplicate(docs, s, progress=False)
     assert result.kept == [0, 1] and result.exact_duplicates == 1
 
 
 def test_dedup_is_deterministic():
     docs = [doc(tiled_kernel(f"k{i}", 8 * (i % 3 + 1)), f"{i}.cu") for i in range(12)] + [doc(SOFTMAX, "s.cu")]
-    s = DedupSettings(threshold=0.8, seed=7)
+    s = dedup_settings(threshold=0.8, seed=7)
     first, second = deduplicate(docs, s, progress=False), deduplicate(docs, s, progress=False)
     assert first.kept == second.kept and first.duplicate_of == second.duplicate_of

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from configured import settings
 from kernels_corpus import filters, harvest
 from kernels_corpus.build import CorpusConfig, build_corpus
 
@@ -104,7 +105,7 @@ def test_licence_allowlist(licence, ok):
 
 
 def _settings(**kw) -> filters.FilterSettings:
-    cfg = CorpusConfig(**kw)
+    cfg = settings(CorpusConfig, "corpus", **kw)
     return filters.FilterSettings(cfg.min_bytes, cfg.max_bytes, tuple(cfg.cuda_markers), tuple(cfg.generated_markers),
                                   cfg.generated_head_bytes, cfg.max_numeric_fraction, cfg.max_line_length,
                                   tuple(cfg.licence_allowlist))
@@ -128,10 +129,10 @@ def test_filters_drop_reasons():
 
 
 def _config(site: Path, heldout: Path | None = None, **kw) -> CorpusConfig:
-    return CorpusConfig(packages=["fakecuda", "closedcuda", "absent-pkg"], search_paths=[str(site)],
-                        extensions=[".cu", ".cuh", ".h"], reference_globs=[], family_variants=0,
-                        include_tasks=False, min_bytes=64, heldout_globs=[str(heldout)] if heldout else [],
-                        validation_fraction=0.5, **kw)
+    return settings(CorpusConfig, "corpus", packages=["fakecuda", "closedcuda", "absent-pkg"],
+                    search_paths=[str(site)], extensions=[".cu", ".cuh", ".h"], reference_globs=[], family_variants=0,
+                    include_tasks=False, min_bytes=64, heldout_globs=[str(heldout)] if heldout else [],
+                    validation_fraction=0.5, **kw)
 
 
 def test_build_writes_dataset_stats_and_is_deterministic(fake_site, tmp_path):
@@ -261,12 +262,14 @@ def test_task_solutions_are_also_framed_with_the_solution_shown():
 
 def test_default_dedup_keeps_both_framings_of_a_task():
     """A task framed with its solution shown is a near-duplicate of its plain framing by design."""
-    from kernels_corpus.build import CorpusConfig
+    import dataclasses
+
     from kernels_corpus.dedup import DedupSettings, deduplicate
 
     docs = list(harvest.harvest_tasks([], framed=True, with_reference=True))
-    s = DedupSettings(threshold=CorpusConfig().dedup_threshold,
-                      near_dup_exempt_sources=tuple(CorpusConfig().near_dup_exempt_sources))
+    cfg = settings(CorpusConfig, "corpus")
+    s = DedupSettings(cfg.dedup_threshold, cfg.dedup_num_perm, cfg.dedup_shingle_tokens, cfg.seed,
+                      tuple(cfg.near_dup_exempt_sources))
     assert deduplicate(docs, s, progress=False).kept == list(range(len(docs)))
-    strict = DedupSettings(threshold=CorpusConfig().dedup_threshold)
+    strict = dataclasses.replace(s, near_dup_exempt_sources=())
     assert len(deduplicate(docs, strict, progress=False).kept) < len(docs)  # what the exemption prevents

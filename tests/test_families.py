@@ -195,6 +195,20 @@ def test_sample_compiles_without_spills(fam, tmp_path):
             assert not any(int(x) for x in re.findall(r"(\d+) bytes gmem", report)), "module-scope state"
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+@pytest.mark.parametrize("fam", FAMILY_MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_first_variant_compiles_without_spills(fam, tmp_path):
+    """The fast run's share of test_sample_compiles_without_spills (slow): one variant, one layout."""
+    p = fam.variants()[0]
+    text = fam.render(p)
+    layout = parse_candidate(text).spec.layouts[0]
+    report = _compile(text, layout, tmp_path)
+    spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", report)]
+    assert spills and not any(spills), f"{fam.name(p)} {layout} spills:\n{report}"
+    assert int(re.search(r"Used (\d+) registers", report).group(1)) <= 255
+    assert not any(int(x) for x in re.findall(r"(\d+) bytes gmem", report)), "module-scope state"
+
+
 # ---------------------------------------------------------------- wgmma family
 
 def _sw128(addr):
@@ -600,6 +614,25 @@ def test_wgmma_all_variants_compile_clean(tmp_path):
         text = wgmma.render(p)
         threads = parse_candidate(text).spec.block[0]
         limit = min(255, 65536 // threads // 8 * 8)   # 384 threads (2 consumers): 168; 256: 255
+        for layout in ("NN", "TN"):
+            report = _compile(text, layout, tmp_path)
+            assert "C7508" not in report and "setmaxnreg" not in report, report
+            assert "serializ" not in report.lower(), report
+            spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", report)]
+            assert spills and not any(spills), f"{wgmma.name(p)} {layout} spills:\n{report}"
+            assert int(re.search(r"Used (\d+) registers", report).group(1)) <= limit, (wgmma.name(p), layout)
+            assert not any(int(x) for x in re.findall(r"(\d+) bytes gmem", report)), "module-scope state"
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+def test_two_wgmma_variants_compile_clean(tmp_path):
+    """The fast run's share of test_wgmma_all_variants_compile_clean (slow), the same checks on two variants:
+    the first one, and the first with one consumer warpgroup (the other register limit)."""
+    vs = wgmma.variants()
+    for p in (vs[0], next(v for v in vs if v["consumers"] == 1)):
+        text = wgmma.render(p)
+        threads = parse_candidate(text).spec.block[0]
+        limit = min(255, 65536 // threads // 8 * 8)
         for layout in ("NN", "TN"):
             report = _compile(text, layout, tmp_path)
             assert "C7508" not in report and "setmaxnreg" not in report, report

@@ -31,9 +31,9 @@ def sample(n_per_family: int, seed: int = 0) -> list[tuple[str, str]]:
         fed = [p for p in params if p.get("loader") in ("ldg", "staged")]
         chosen = rng.sample(params, min(n_per_family, len(params))) + split[:2]
         chosen += [p for p in fed if p not in chosen]
-        # and the loader options that lost to what variants() now uses, still renderable: the wgmma ldg
-        # loader (benchmarks/ldg_loader/session6_staged/) at its best and with shuffle realignment at 4
-        # segments in flight, and mma.sync's element loads for misaligned rows (session5/)
+        # and the loader options that are renderable but not in variants(): the wgmma ldg loader
+        # (benchmarks/misaligned_loaders/) at its best and with shuffle realignment at 4 segments in
+        # flight, and mma.sync's element loads for misaligned rows
         if fam.__name__.endswith(".wgmma"):
             chosen += [fam.LDG_BEST, dict(fam.LDG_BEST, realign="shfl", ldg_batch=4)]
             # the cluster (TMA multicast) variants: the peer barriers and the pair whose second tile

@@ -13,7 +13,9 @@ import torch
 from datasets import Dataset, DatasetDict
 
 from hgemm.problem import Problem
-from stages.common import load_stage_config
+from configured import DEFAULT, section
+from configured import settings as from_config
+from stages.common import build_dataclass, load_stage_config
 from training.data import (
     load_corpus,
     pack_blocks,
@@ -38,8 +40,7 @@ from training.sampling import check_candidates
 
 ROOT = Path(__file__).parents[1]
 NAIVE = (ROOT / "kernels_corpus" / "reference" / "naive.cu").read_text()
-SMOKE = ROOT / "configs" / "sections" / "pretrain-smoke.yaml"
-GPU = ROOT / "configs" / "sections" / "pretrain.yaml"
+SMOKE = ROOT / "configs" / "smoke.yaml"
 
 
 def _documents(n: int) -> list[str]:
@@ -86,8 +87,9 @@ def corpus_dir(tmp_path_factory) -> str:
 
 
 def _tiny_settings(**kw) -> ModelSettings:
-    return ModelSettings(**{"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-                            "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256, **kw})
+    return from_config(ModelSettings, "pretrain", "model", **{
+        "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "max_position_embeddings": 256, **kw})
 
 
 # ---- model -----------------------------------------------------------------------------------------
@@ -102,7 +104,7 @@ def test_tokenizer_has_single_special_tokens(tokenizer_dir):
 
 
 def test_smoke_config_builds_about_1m_params(tokenizer_dir):
-    cfg = PretrainConfig.from_dict(load_stage_config(SMOKE, "pretrain"))
+    cfg = from_config(PretrainConfig, "pretrain", smoke=True)
     tok = load_tokenizer(tokenizer_dir)
     model = build_model(cfg.model, tok)
     assert model.config.vocab_size == len(tok)
@@ -113,7 +115,7 @@ def test_smoke_config_builds_about_1m_params(tokenizer_dir):
 
 
 def test_gpu_config_size_and_context(tokenizer_dir):
-    cfg = PretrainConfig.from_dict(load_stage_config(GPU, "pretrain"))
+    cfg = from_config(PretrainConfig, "pretrain")
     tok = load_tokenizer(tokenizer_dir)
     config = llama_config(cfg.model, tok)
     config.vocab_size = 16384  # the tokenizer stage's default
@@ -129,12 +131,15 @@ def test_whole_experiment_config_and_unknown_keys(tmp_path):
     path = tmp_path / "exp.yaml"
     path.write_text("pretrain:\n  model: {hidden_size: 64, num_attention_heads: 4, num_key_value_heads: 2}\n"
                     "  train: {max_steps: 3}\nrl_general: {}\n")
-    cfg = PretrainConfig.from_dict(load_stage_config(path, "pretrain", ["train.learning_rate=0.01"]))
+    cfg = build_dataclass(PretrainConfig, load_stage_config([DEFAULT, path], "pretrain", ["train.learning_rate=0.01"]),
+                          "pretrain")
     assert cfg.train.max_steps == 3 and cfg.train.learning_rate == 0.01 and cfg.model.hidden_size == 64
     with pytest.raises(ValueError, match="warmup_stepz"):
-        PretrainConfig.from_dict({"train": {"warmup_stepz": 1}})
+        build_dataclass(PretrainConfig, section("pretrain") | {"train": {"warmup_stepz": 1}}, "pretrain")
+    with pytest.raises(ValueError, match=r"pretrain: missing setting\(s\) \['sample'\]"):
+        build_dataclass(PretrainConfig, load_stage_config(path, "pretrain"), "pretrain")
     with pytest.raises(ValueError, match="name_or_path"):
-        ModelSettings(init="pretrained")
+        from_config(ModelSettings, "pretrain", "model", init="pretrained")
 
 
 def test_load_pretrained_from_local_folder(tokenizer_dir, tmp_path):
@@ -148,7 +153,8 @@ def test_load_pretrained_from_local_folder(tokenizer_dir, tmp_path):
     saved.save_pretrained(str(tmp_path / "base"))
     tok.save_pretrained(str(tmp_path / "base"))
 
-    settings = ModelSettings(init="pretrained", name_or_path=str(tmp_path / "base"), use_model_tokenizer=True)
+    settings = from_config(ModelSettings, "pretrain", "model", init="pretrained", name_or_path=str(tmp_path / "base"),
+                           use_model_tokenizer=True)
     tok2 = tokenizer_for(settings, None)
     loaded = build_model(settings, tok2)
     assert loaded.get_input_embeddings().num_embeddings == len(tok2)
@@ -291,8 +297,9 @@ def _stage(tmp_path, tokenizer_dir, corpus_dir, *overrides):
     tiny = ["model.hidden_size=32", "model.intermediate_size=64", "model.max_position_embeddings=128",
             "train.block_size=64", "train.max_steps=4", "train.save_steps=2", "train.eval_steps=2",
             "train.logging_steps=1", "train.per_device_train_batch_size=4", "train.max_eval_blocks=4",
-            "sample.num_samples=2", "sample.max_new_tokens=12", "sample.compile=false"]
-    args = ["--config", str(SMOKE), "--corpus", corpus_dir, "--tokenizer", tokenizer_dir,
+            "sample.num_samples=2", "sample.max_new_tokens=12", "sample.compile=false",
+            "train.source_weights={}"]  # the synthetic corpus has no source column
+    args = ["--config", str(DEFAULT), "--config", str(SMOKE), "--corpus", corpus_dir, "--tokenizer", tokenizer_dir,
             "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out")]
     for item in tiny + list(overrides):
         args += ["--set", item]
@@ -370,7 +377,7 @@ def test_throughput_benchmark_runs_on_cpu(tmp_path, tokenizer_dir, monkeypatch):
     from benchmarks.pretrain_throughput import main
 
     monkeypatch.setenv("OUT", str(tmp_path))
-    result = main(["--config", str(SMOKE), "--tokenizer", tokenizer_dir, "--steps", "2", "--warmup", "1",
+    result = main(["--config", str(DEFAULT), "--config", str(SMOKE), "--tokenizer", tokenizer_dir, "--steps", "2", "--warmup", "1",
                    "--set", "train.block_size=64", "--set", "train.per_device_train_batch_size=2"])
     saved = json.loads((tmp_path / "pretrain_throughput.json").read_text())
     assert set(saved["arms"]) == {"hf_defaults", "configured"}

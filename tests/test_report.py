@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from configured import section
 from hgemm.report.tables import curve_keys, first_last_table, shape_row
 from stages import report as report_stage
 
@@ -21,7 +22,7 @@ pytest.importorskip("matplotlib")
 
 def _config(tmp_path) -> str:
     path = tmp_path / "report.yaml"
-    path.write_text("report:\n  title: Test report\n  max_heatmap_panels: 4\n")
+    path.write_text(json.dumps({"report": section("report") | {"title": "Test report", "max_heatmap_panels": 4}}))
     return str(path)
 
 
@@ -145,11 +146,11 @@ def test_heldout_table_counts_shapes_without_a_model_kernel_as_losses(tmp_path):
 
 
 def test_curves_without_a_verified_completion_are_flagged(tmp_path):
-    # the first gpu-rl run: every rl_hgemm completion was a parse error
+    # the gpu-quick DAG run: no rl_hgemm completion verified in any step
     folder = tmp_path / "rl_hgemm"
     folder.mkdir()
     (folder / "curves.json").write_text(
-        (ROOT / "benchmarks" / "rl_runs" / "session3_default_mix" / "rl_hgemm" / "curves.json").read_text())
+        (ROOT / "benchmarks" / "dag_gpu_quick" / "rl_hgemm" / "curves.json").read_text())
     out = tmp_path / "report"
     assert report_stage.main(["--config", _config(tmp_path), "--rl-hgemm", str(folder), "--out", str(out)]) == 0
     md = (out / "report.md").read_text()

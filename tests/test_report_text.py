@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from configured import DEFAULT
 from stages import report as report_stage
 
 ROOT = Path(__file__).parents[1]
@@ -20,7 +21,7 @@ def _report(tmp_path, *args: str) -> str:
     config = tmp_path / "report.yaml"
     config.write_text("report:\n  title: Test report\n")
     out = tmp_path / "report"
-    assert report_stage.main(["--config", str(config), *args, "--out", str(out)]) == 0
+    assert report_stage.main(["--config", str(DEFAULT), "--config", str(config), *args, "--out", str(out)]) == 0
     return (out / "report.md").read_text()
 
 

@@ -248,6 +248,7 @@ def _weights(wf: Path, stage: str) -> bytes:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a dozen snakemake runs: ~3 min on 2 cores, more on a loaded machine
 def test_reruns_of_the_smoke_dag(tmp_path):
     wf = _pipeline(tmp_path)
     res, work = wf / "results" / "smoke", wf / "work" / "smoke"
@@ -312,7 +313,7 @@ def test_a_failed_pretrain_with_a_bad_value_does_not_block_the_corrected_one(tmp
     wf = _pipeline(tmp_path)
     _run(wf, "tokenizer")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cli = [sys.executable, "-m", "stages.pretrain", "--config", "configs/sections/pretrain-smoke.yaml",
+    cli = [sys.executable, "-m", "stages.pretrain", "--config", "configs/default.yaml", "--config", "configs/smoke.yaml",
            "--corpus", "results/smoke/corpus", "--tokenizer", "results/smoke/tokenizer", "--work", "w", "--out", "o",
            "--set", "train.max_steps=2", "--set", "train.save_steps=1", "--set", "sample.compile=false",
            "--set", "sample.num_samples=1", "--set", "sample.max_new_tokens=8"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from configured import settings
 from hgemm.compile import find_nvcc
 from hgemm.judge import KernelJudge
 from hgemm.problem import Problem
@@ -56,6 +57,11 @@ class FakePool:
         pass
 
 
+def reward_settings(**changes) -> RewardSettings:
+    """rl_general's reward settings (configs/default.yaml), with `changes`."""
+    return settings(RewardSettings, "rl_general", "reward", **changes)
+
+
 def gpu_judge(results: list[dict]) -> tuple[KernelJudge, FakePool]:
     judge = KernelJudge(gpu=True)
     judge._pool = FakePool(results)  # the only fake: what the GPU worker would have measured
@@ -63,7 +69,7 @@ def gpu_judge(results: list[dict]) -> tuple[KernelJudge, FakePool]:
 
 
 def reward_fn(judge, tmp_path, **settings) -> KernelReward:
-    return KernelReward(judge, KernelDB(tmp_path / "k.sqlite"), RewardSettings(**settings), "test")
+    return KernelReward(judge, KernelDB(tmp_path / "k.sqlite"), reward_settings(**settings), "test")
 
 
 def ok(speedup: float) -> dict:
@@ -73,7 +79,7 @@ def ok(speedup: float) -> dict:
 # ---- pure arithmetic --------------------------------------------------------------------------------
 
 def test_classes_are_ordered_and_speedup_is_a_clipped_log():
-    s = RewardSettings(clip=2.0, step=0.5)
+    s = reward_settings(clip=2.0, step=0.5)
     r = lambda v: verdict_reward(v, s)  # noqa: E731
     order = [r({"status": "parse_error"}), r({"status": "compile_error"}), r({"status": "timeout"}),
              r({"status": "wrong"}), r(ok(0.5)), r(ok(1.0)), r(ok(2.0))]
@@ -88,9 +94,9 @@ def test_classes_are_ordered_and_speedup_is_a_clipped_log():
 
 
 def test_recheck_rule_keeps_the_lower_result():
-    s = RewardSettings(recheck_above=3.0)
+    s = reward_settings(recheck_above=3.0)
     assert needs_recheck(ok(3.5), s) and not needs_recheck(ok(2.9), s)
-    assert not needs_recheck(ok(50.0), RewardSettings(recheck_above=None))
+    assert not needs_recheck(ok(50.0), reward_settings(recheck_above=None))
     assert lower_verdict(ok(10.0), ok(1.2))["speedup_vs_best"] == 1.2
     assert lower_verdict(ok(10.0), {"status": "wrong"})["status"] == "wrong"
 
@@ -114,7 +120,7 @@ def test_cpu_reward_covers_parse_and_compile_and_records_everything(tmp_path):
                                  problem_key=["b1_m64_n64_k64_NN"] * 3, shape_class=["edge"] * 3,
                                  log_metric=lambda k, v: logged.__setitem__(k, v)))
     reward.close()
-    assert rewards[0] < rewards[1] < rewards[2] == RewardSettings().compiled_reward
+    assert rewards[0] < rewards[1] < rewards[2] == reward_settings().compiled_reward
     assert logged["kernel/timed"] == 0.0 and "kernel/correct_rate" not in logged
     assert logged["kernel/parse_rate"] == pytest.approx(2 / 3) and logged["kernel/compile_rate"] == pytest.approx(1 / 3)
     counts = reward.db.status_counts("test")
@@ -129,7 +135,7 @@ def test_gpu_verdicts_are_rewarded_and_rates_logged(tmp_path):
     rewards, metrics = reward.score([NAIVE, NAIVE.replace("row", "r0w")], [problems_to_json([Problem(64, 64, 64)])] * 2,
                                     ["b1_m64_n64_k64_NN"] * 2, ["edge"] * 2, step=7)
     reward.close()
-    assert rewards == [pytest.approx(math.log(2.0)), class_rewards(RewardSettings())["wrong"]]
+    assert rewards == [pytest.approx(math.log(2.0)), class_rewards(reward_settings())["wrong"]]
     assert metrics["kernel/correct_rate"] == 0.5 and metrics["kernel/speedup_geomean"] == pytest.approx(2.0)
     best = reward.db.best("b1_m64_n64_k64_NN")
     assert best["text"] == NAIVE.strip() and best["speedup_vs_best"] == pytest.approx(2.0) and best["time_us"] == pytest.approx(5.0)
@@ -152,7 +158,7 @@ def test_timeouts_and_crashes_are_classified_not_raised(tmp_path):
     rewards, metrics = reward.score([NAIVE, NAIVE + "\n// variant"], [problems_to_json([Problem(64, 64, 64)])] * 2,
                                     ["k"] * 2, ["edge"] * 2)
     reward.close()
-    runtime = class_rewards(RewardSettings())["timeout"]
+    runtime = class_rewards(reward_settings())["timeout"]
     assert rewards == [runtime, runtime]
     assert metrics["kernel/timeout_rate"] == 0.5 and metrics["kernel/correct_rate"] == 0.0
 
@@ -167,14 +173,14 @@ def test_a_harness_exception_becomes_data(tmp_path):
     reward = reward_fn(Exploding(), tmp_path)
     rewards, _ = reward.score([NAIVE], [problems_to_json([Problem(8, 8, 8)])], ["k"], ["edge"])
     reward.close()
-    assert rewards == [class_rewards(RewardSettings())["harness_error"]]
+    assert rewards == [class_rewards(reward_settings())["harness_error"]]
     assert reward.db.status_counts() == {"harness_error": 1}
 
 
 def test_format_shaping_orders_parse_errors_below_compile_errors():
     from training.rewards import RewardSettings, class_rewards, format_progress, verdict_reward
 
-    s = RewardSettings()
+    s = reward_settings()
     naive = (ROOT / "kernels_corpus/reference/naive.cu").read_text()
     garbage = "int main() { return 0; }"
     half = naive.split("@*/")[0]  # a spec that never closes, no kernel

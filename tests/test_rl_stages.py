@@ -3,6 +3,7 @@ on CPU (a tiny Llama and tokenizer made here, two GRPO steps each, compile-only 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sqlite3
@@ -11,27 +12,18 @@ from pathlib import Path
 import pytest
 import yaml
 
+from configured import config_files, section, settings
+from hgemm.library import measured_kernels
 from hgemm.problem import Problem, load_grid
-from stages import rl_general, rl_hgemm
-from stages.common import build_dataclass, load_stage_config
-from stages.rl_hgemm import (
-    ContextSettings,
-    ContrastivePrompts,
-    ShapeSettings,
-    bucket_of,
-    buckets,
-    load_library,
-    reward_shapes,
-    split_grid,
-)
-from training.grpo import GRPOSettings, JudgeSettings
+from stages.common import build_dataclass, load_stage_config, run_training
+from training import rl_general, rl_hgemm
+from training.context import ContrastivePrompts, DrawnPrompts
+from training.heldout import ShapeSettings, bucket_of, buckets, reward_shapes, split_grid
 from training.kerneldb import KernelDB
 from training.model import load_tokenizer
 from training.prompts import SPECIAL_TOKENS, format_problem_prompt
-from training.rewards import RewardSettings
 
 ROOT = Path(__file__).parents[1]
-SECTIONS = ROOT / "configs" / "sections"
 NAIVE = (ROOT / "kernels_corpus" / "reference" / "naive.cu").read_text()
 
 
@@ -65,7 +57,8 @@ def tiny_model_dir(tmp_path_factory) -> str:
 # ---- shapes ----------------------------------------------------------------------------------------
 
 def test_heldout_is_deterministic_and_never_trained():
-    s = ShapeSettings(grid="configs/grids/default.yaml", heldout_keys=["b1_m4096_n4096_k4096_NN"], heldout_fraction=0.2)
+    s = settings(ShapeSettings, "rl_hgemm", "shapes", grid="configs/grids/default.yaml",
+                 heldout_keys=["b1_m4096_n4096_k4096_NN"], heldout_fraction=0.2, classes=None, max_gflop=None)
     train, heldout = split_grid(s, ROOT)
     again_train, again_heldout = split_grid(s, ROOT)
     assert [p.key for p in train] == [p.key for p in again_train] and heldout == again_heldout
@@ -80,12 +73,12 @@ def test_heldout_is_deterministic_and_never_trained():
         assert shapes[0] == p and 1 <= len(shapes) <= 3
         assert all(bucket_of(q) == bucket_of(p) and q.key not in held for q in shapes)
     # filters shrink training, never the held-out set
-    small_train, small_held = split_grid(ShapeSettings(grid=s.grid, heldout_keys=s.heldout_keys, max_gflop=10,
-                                                       classes=["aligned", "batched_small"]), ROOT)
+    small_train, small_held = split_grid(dataclasses.replace(s, max_gflop=10, classes=["aligned", "batched_small"]),
+                                         ROOT)
     assert small_held == heldout and all(p.flops <= 10e9 and p.shape_class in ("aligned", "batched_small")
                                          for p in small_train)
     with pytest.raises(ValueError, match="not in the grid"):
-        split_grid(ShapeSettings(grid=s.grid, heldout_keys=["b1_m3_n3_k3_NN"]), ROOT)
+        split_grid(dataclasses.replace(s, heldout_keys=["b1_m3_n3_k3_NN"]), ROOT)
 
 
 def test_buckets_split_by_class_layout_and_size():
@@ -115,7 +108,7 @@ def _library(folder: Path, entries: dict[str, tuple[str, str, float]],
 
 
 def test_library_may_be_missing_or_partial(tmp_path):
-    assert load_library(None) == {} and load_library(tmp_path / "absent") == {}
+    assert measured_kernels(None) == {} and measured_kernels(tmp_path / "absent") == {}
     lib = _library(tmp_path / "lib", {"b1_m64_n64_k64_NN": ("a", "A()", 0.9)},
                    references={"reference_slow": ("S()", 0.1), "reference_fast": ("F()", 0.4)})
     json.loads((lib / "table.json").read_text())
@@ -124,7 +117,7 @@ def test_library_may_be_missing_or_partial(tmp_path):
     table["entries"]["b1_m64_n64_k64_NN"]["references"]["reference_gone"] = 2.0  # its file is missing
     table["entries"]["b1_m64_n64_k64_NN"]["references"]["reference_untimed"] = None
     (lib / "table.json").write_text(json.dumps(table))
-    assert load_library(lib) == {"b1_m64_n64_k64_NN": [("A()", 0.9), ("F()", 0.4), ("S()", 0.1)]}
+    assert measured_kernels(lib) == {"b1_m64_n64_k64_NN": [("A()", 0.9), ("F()", 0.4), ("S()", 0.1)]}
 
 
 def test_contrastive_prompt_shows_best_and_weaker_kernels_never_heldout(tmp_path, tiny_model_dir):
@@ -134,11 +127,16 @@ def test_contrastive_prompt_shows_best_and_weaker_kernels_never_heldout(tmp_path
     for text, speedup, shape in [("kernel_best_db()", 1.8, Problem(256, 256, 512)), ("kernel_mid_db()", 0.9, target),
                                  ("kernel_poor_db()", 0.2, target)]:
         db.record("rl_hgemm", 0, shape.key, "aligned", text, {"status": "ok", "speedup_vs_best": speedup}, 0.0, "policy")
-    library = load_library(_library(tmp_path / "lib", {
+    library = measured_kernels(_library(tmp_path / "lib", {
         Problem(128, 256, 256).key: ("lib_near", "kernel_library()", 0.6),
         held.key: ("lib_held", "kernel_heldout_secret()", 9.0),
     }))
-    prompts = ContrastivePrompts(db, library, {held.key}, ContextSettings(examples=3, nearby_shapes=4), tok, 4096)
+
+    def contrastive(library, max_prompt_length):
+        return ContrastivePrompts(db, library, {held.key}, tok, max_prompt_length, examples=3, nearby_shapes=4,
+                                  prompt_arch="sm_90a")
+
+    prompts = contrastive(library, 4096)
     text, kept = prompts.prompt(target)
     assert kept == 3 and text.startswith(tok.bos_token)
     assert "kernel_heldout_secret" not in text and "9.00x" not in text
@@ -148,34 +146,33 @@ def test_contrastive_prompt_shows_best_and_weaker_kernels_never_heldout(tmp_path
     assert [text.index(n) for n in shown] == sorted(text.index(n) for n in shown) and shown[-1] == "kernel_best_db"
     # a tight budget drops the weakest examples first and keeps the best
     bare = len(tok(prompts.prefix + format_problem_prompt(target))["input_ids"])
-    tight = ContrastivePrompts(db, library, {held.key}, ContextSettings(examples=3), tok, bare + 40)
+    tight = contrastive(library, bare + 40)
     text, kept = tight.prompt(target)
     assert kept < 3 and (kept == 0 or "kernel_best_db()" in text)
     # a kernel too long for the prompt on its own is passed over, not allowed to crowd out the rest:
     # the contrast is chosen among the kernels that can be shown
-    long_lib = load_library(_library(tmp_path / "lib_long", {
+    long_lib = measured_kernels(_library(tmp_path / "lib_long", {
         Problem(128, 256, 256).key: ("lib_long", "kernel_too_long() " + "x = x + 1; " * 400, 3.0)}))
-    roomy = ContrastivePrompts(db, long_lib, {held.key}, ContextSettings(examples=3, nearby_shapes=4), tok, bare + 300)
+    roomy = contrastive(long_lib, bare + 300)
     text, kept = roomy.prompt(target)
     assert "kernel_too_long" not in text and kept == 3 and "kernel_best_db()" in text
     # ... while a short reference kernel the tune timed on that shape is shown, with its speedup
-    with_ref = load_library(_library(tmp_path / "lib_ref", {
+    with_ref = measured_kernels(_library(tmp_path / "lib_ref", {
         Problem(128, 256, 256).key: ("lib_long", "kernel_too_long() " + "x = x + 1; " * 400, 3.0)},
         references={"reference_short": ("kernel_reference_short()", 2.5)}))
-    text, kept = ContrastivePrompts(db, with_ref, {held.key}, ContextSettings(examples=3, nearby_shapes=4), tok,
-                                    bare + 300).prompt(target)
+    text, kept = contrastive(with_ref, bare + 300).prompt(target)
     assert "kernel_too_long" not in text and kept == 3 and "2.50x" in text
     assert text.rindex("kernel_reference_short()") > text.rindex("kernel_best_db()")  # the best, last
     # the datasets transform fills the prompt column from the problem column
     from training.rewards import problems_to_json
 
-    row = prompts({"problems": [problems_to_json([target])], "problem_key": [target.key]})
+    row = DrawnPrompts(prompts, share=1.0, seed=0)({"problems": [problems_to_json([target])], "problem_key": [target.key]})
     assert row["prompt"][0] == prompts.prompt(target)[0] and row["problem_key"] == [target.key]
     # context.share: that share of drawn prompts gets context, the rest go bare (context_examples 0)
     batch = {"problems": [problems_to_json([target])] * 200, "problem_key": [target.key] * 200}
     bare_text = prompts.prefix + format_problem_prompt(target)
     for share in (0.0, 0.5, 1.0):
-        drawn = ContrastivePrompts(db, library, {held.key}, ContextSettings(examples=3, share=share), tok, 4096)(batch)
+        drawn = DrawnPrompts(prompts, share, seed=0)(batch)
         with_context = sum(n > 0 for n in drawn["context_examples"])
         assert all((n > 0) == (t != bare_text) for t, n in zip(drawn["prompt"], drawn["context_examples"]))
         assert {0.0: with_context == 0, 0.5: 70 < with_context < 130, 1.0: with_context == 200}[share], share
@@ -184,44 +181,118 @@ def test_contrastive_prompt_shows_best_and_weaker_kernels_never_heldout(tmp_path
 
 # ---- configs ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,stage", [("rl_general", "rl_general"), ("rl_general-smoke", "rl_general"),
-                                        ("rl_hgemm", "rl_hgemm"), ("rl_hgemm-smoke", "rl_hgemm")])
-def test_configs_are_valid(name, stage):
-    cfg = load_stage_config(SECTIONS / f"{name}.yaml", stage)
-    grpo = build_dataclass(GRPOSettings, cfg["grpo"], "grpo")
-    build_dataclass(JudgeSettings, cfg["judge"], "judge")
-    build_dataclass(RewardSettings, cfg["reward"], "reward")
+@pytest.mark.parametrize("smoke", [False, True], ids=["default", "smoke"])
+@pytest.mark.parametrize("stage", ["rl_general", "rl_hgemm"])
+def test_configs_are_valid(stage, smoke):
+    cls = rl_general.RLGeneralSettings if stage == "rl_general" else rl_hgemm.RLHgemmSettings
+    s = settings(cls, stage, smoke=smoke)
+    grpo = s.grpo
     # TRL needs whole prompt groups in a generation batch
-    assert (grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps) % grpo.num_generations == 0
-    assert grpo.max_train_seconds is not None  # every run is capped in wall time
+    assert (grpo["per_device_train_batch_size"] * grpo["gradient_accumulation_steps"]) % grpo["num_generations"] == 0
+    assert grpo["max_train_seconds"] is not None  # every run is capped in wall time
     if stage == "rl_general":
-        pairs = rl_general.task_problems(build_dataclass(rl_general.TaskSettings, cfg["tasks"], "tasks"))
-        assert pairs
+        assert rl_general.task_problems(s.tasks)
     else:
-        train, heldout = split_grid(build_dataclass(ShapeSettings, cfg["shapes"], "shapes"), ROOT)
-        build_dataclass(ContextSettings, cfg["context"], "context")
+        train, heldout = split_grid(s.shapes, ROOT)
         assert train and heldout
-    if not name.endswith("smoke"):  # prompt and completion within the positions the pretrained model has
-        positions = yaml.safe_load((ROOT / "configs/default.yaml").read_text())["pretrain"]["model"][
-            "max_position_embeddings"]
-        assert grpo.bf16 in ("auto", True) and grpo.max_prompt_length + grpo.max_completion_length <= positions
+    if not smoke:  # prompt and completion within the positions the pretrained model has
+        positions = section("pretrain", "model")["max_position_embeddings"]
+        assert grpo["bf16"] in ("auto", True) and grpo["max_prompt_length"] + grpo["max_completion_length"] <= positions
+
+
+# ---- the grpo: section, handed to TRL whole ---------------------------------------------------------
+
+@pytest.mark.parametrize("stage", ["rl_general", "rl_hgemm"])
+def test_grpo_section_goes_to_trl_whole(tmp_path, stage):
+    from trl import GRPOConfig
+
+    from training.grpo import OWN_GRPO_KEYS, build_grpo_config
+
+    grpo = section(stage, "grpo", smoke=True)
+    args = build_grpo_config(grpo, str(tmp_path))
+    assert isinstance(args, GRPOConfig) and args.output_dir == str(tmp_path)
+    assert grpo["bf16"] is False and grpo["optim"] != "auto"  # the smoke values: nothing to resolve
+    # TRL derives a null steps_per_generation from the accumulation steps
+    resolved = {"steps_per_generation": grpo["steps_per_generation"] or grpo["gradient_accumulation_steps"]}
+    for key, value in grpo.items():  # every TRL key of the section arrives as written
+        if key not in OWN_GRPO_KEYS:
+            assert getattr(args, key) == resolved.get(key, value), key
+    # a setting the section does not name takes TRL's own default
+    default = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
+    assert "per_device_eval_batch_size" not in grpo
+    assert args.per_device_eval_batch_size == default["per_device_eval_batch_size"]
+
+
+def test_grpo_section_keys_are_trl_settings_or_ours():
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    from training.grpo import OWN_GRPO_KEYS, STAGE_GRPO_KEYS
+
+    trl_keys = {f.name for f in dataclasses.fields(GRPOConfig)}
+    assert not set(OWN_GRPO_KEYS) & trl_keys  # ours are not TRL's (logging_dir may be either: transformers 5.x)
+    for stage in ("rl_general", "rl_hgemm"):
+        keys = set(section(stage, "grpo"))
+        assert keys - set(OWN_GRPO_KEYS) <= trl_keys - set(STAGE_GRPO_KEYS), keys - trl_keys
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"max_stepz": 5}, "rl_hgemm.grpo: unknown key 'max_stepz': not a trl.GRPOConfig setting, nor one of ours "
+                       "(max_prompt_length, max_train_seconds)"),
+    ({"output_dir": "elsewhere"}, "rl_hgemm.grpo: 'output_dir' is set by the stage, not by the config"),
+])
+def test_a_bad_grpo_key_is_one_line_naming_it(tmp_path, change, message):
+    from training.grpo import build_grpo_config, check_grpo_section
+
+    grpo = section("rl_hgemm", "grpo") | change
+    for call in (lambda: check_grpo_section(grpo, "rl_hgemm.grpo"), lambda: build_grpo_config(grpo, str(tmp_path))):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert message.removeprefix("rl_hgemm.") in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(ValueError) as e:  # as the stage builds its settings
+        settings(rl_hgemm.RLHgemmSettings, "rl_hgemm", grpo=change)
+    assert str(e.value) == message.replace("rl_hgemm.grpo", "grpo")
+    # and through the stage CLI, one line naming the file and the key (the schema speaks first there)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"rl_hgemm": {"grpo": change}}))
+    from stages.rl_hgemm import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--config", str(ROOT / "configs/default.yaml"), "--config", str(bad), "--model", str(tmp_path),
+              "--work", str(tmp_path / "w"), "--out", str(tmp_path / "o")])
+    assert isinstance(e.value.code, str) and "\n" not in e.value.code and repr(next(iter(change))) in e.value.code
+    assert not (tmp_path / "w").exists() and not (tmp_path / "o").exists()
+
+
+def test_a_missing_setting_is_named(tmp_path):
+    partial = tmp_path / "partial.yaml"
+    partial.write_text(yaml.safe_dump({"rl_hgemm": {k: v for k, v in section("rl_hgemm").items() if k != "probe"}}))
+    from stages.rl_hgemm import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--config", str(partial), "--model", str(tmp_path), "--work", str(tmp_path / "w"),
+              "--out", str(tmp_path / "o")])
+    assert "rl_hgemm: missing setting(s) ['probe']" in e.value.code and "--config configs/default.yaml" in e.value.code
 
 
 # ---- end to end on CPU ------------------------------------------------------------------------------
 
-def _two_steps(name: str, stage: str) -> dict:
-    cfg = load_stage_config(SECTIONS / f"{name}.yaml", stage,
-                            ["grpo.max_steps=2", "grpo.save_steps=2", "grpo.max_completion_length=24"])
-    return cfg
+def _two_steps(cls, stage: str, *overrides: str):
+    """The smoke settings of an RL stage, cut to two steps of short completions."""
+    data = load_stage_config(config_files(smoke=True), stage, ["grpo.max_steps=2", "grpo.save_steps=2",
+                                                               "grpo.max_completion_length=24", *overrides])
+    return build_dataclass(cls, data, stage)
 
 
 def test_task_prompts_show_the_seed_solution_where_it_fits(tiny_model_dir):
     from kernels_corpus.tasks import load_tasks
-    from stages.rl_general import TaskSettings, build_dataset, task_problems
     from training.prompts import REFERENCE_INTRO
+    from training.rl_general import TaskSettings, build_dataset, task_problems
 
     tok = load_tokenizer(tiny_model_dir)
-    pairs = task_problems(TaskSettings(names=["vector_add_f32", "gemm_f16"], size_indices=[0]))
+    pairs = task_problems(settings(TaskSettings, "rl_general", "tasks", names=["vector_add_f32", "gemm_f16"],
+                                   size_indices=[0]))
     solutions = {t.name: t.solution.strip() for t in load_tasks()}
     bare, _, _ = build_dataset(pairs, tok, 4096, 1, show_reference=False)
     shown, skipped, too_long = build_dataset(pairs, tok, 4096, 1, show_reference=True)
@@ -238,11 +309,15 @@ def test_task_prompts_show_the_seed_solution_where_it_fits(tiny_model_dir):
     assert "gemm_f16" in too_long and REFERENCE_INTRO not in tight[1]["prompt"]
 
 
+@pytest.mark.slow  # two training runs with nvcc-compiled rewards: ~7 s on 2 cores
 def test_rl_general_end_to_end_and_resume(tmp_path, tiny_model_dir):
-    cfg = _two_steps("rl_general-smoke", "rl_general")
-    cfg["tasks"]["names"] = ["vector_add_f32", "relu_f32"]
+    s = _two_steps(rl_general.RLGeneralSettings, "rl_general", "tasks.names=[vector_add_f32, relu_f32]")
     out, work = tmp_path / "out", tmp_path / "work"
-    metrics = rl_general.run(cfg, tiny_model_dir, str(work), str(out))
+
+    def run() -> dict:
+        return run_training(rl_general.GeneralRL(s, tiny_model_dir, str(work), str(out)), str(work), str(out))
+
+    metrics = run()
     for f in ("config.json", "model.safetensors", "tokenizer.json", "kernels.sqlite", "curves.json", "metrics.json"):
         assert (out / f).exists(), f
     curves = json.loads((out / "curves.json").read_text())
@@ -261,18 +336,19 @@ def test_rl_general_end_to_end_and_resume(tmp_path, tiny_model_dir):
     conn = sqlite3.connect(out / "kernels.sqlite")
     assert conn.execute("SELECT COUNT(*) FROM evaluations WHERE stage = 'rl_general'").fetchone()[0] == 16
     # running the stage again after it finished trains again (a rerun is never a reload of the checkpoint)
-    again = rl_general.run(cfg, tiny_model_dir, str(work), str(out))
+    again = run()
     assert again["train"]["steps_this_run"] == 2 and again["train"]["resumed_from"] is None
 
 
 def test_rl_hgemm_end_to_end(tmp_path, tiny_model_dir):
-    cfg = _two_steps("rl_hgemm-smoke", "rl_hgemm")
+    s = _two_steps(rl_hgemm.RLHgemmSettings, "rl_hgemm")
     # a library kernel for every training shape, short enough for the smoke prompt limit, so that every
     # probe problem has context to show
-    train, _ = rl_hgemm.split_grid(build_dataclass(ShapeSettings, cfg["shapes"], "shapes"))
+    train, _ = split_grid(s.shapes)
     library = _library(tmp_path / "lib", {p.key: ("tiny", "__global__ void tiny() {}", 0.05) for p in train})
     out, work = tmp_path / "out", tmp_path / "work"
-    metrics = rl_hgemm.run(cfg, tiny_model_dir, str(library), str(work), str(out))
+    job = rl_hgemm.HgemmRL(s, tiny_model_dir, str(library), str(work), str(out))
+    metrics = run_training(job, str(work), str(out))
     for f in ("model.safetensors", "tokenizer.json", "kernels.sqlite", "curves.json", "heldout.json", "metrics.json",
               "best_kernels/index.json"):
         assert (out / f).exists(), f
@@ -294,10 +370,11 @@ def test_rl_hgemm_end_to_end(tmp_path, tiny_model_dir):
 
 
 def test_dataset_rows_hold_only_training_shapes_and_best_kernels_are_written(tmp_path):
-    from stages.rl_hgemm import build_dataset, write_best_kernels
     from training.rewards import problems_from_json
+    from training.rl_hgemm import build_dataset, write_best_kernels
 
-    s = ShapeSettings(grid="configs/grids/smoke.yaml", heldout_keys=["b1_m1024_n1024_k1024_NN"], repeats=2)
+    s = settings(ShapeSettings, "rl_hgemm", "shapes", smoke=True, repeats=2)
+    assert s.heldout_keys == ["b1_m1024_n1024_k1024_NN"]
     train, heldout = split_grid(s, ROOT)
     rows = build_dataset(train, s)
     assert len(rows) == 2 * len(train)
@@ -308,7 +385,7 @@ def test_dataset_rows_hold_only_training_shapes_and_best_kernels_are_written(tmp
     a, b = train[0], train[1]
     db.record("rl_hgemm", 1, a.key, a.shape_class, "fast()", {"status": "ok", "speedup_vs_best": 1.5, "time_us": 2.0}, 0.4, "policy")
     db.record("rl_hgemm", 1, b.key, b.shape_class, "slow()", {"status": "ok", "speedup_vs_best": 0.5, "time_us": 9.0}, -0.7, "policy")
-    library = {a.key: [("lib()", 1.2), ("ref()", 0.3)], b.key: [("lib()", 0.9)]}  # as load_library gives it
+    library = {a.key: [("lib()", 1.2), ("ref()", 0.3)], b.key: [("lib()", 0.9)]}  # as measured_kernels gives it
     summary = write_best_kernels(db, train, library, tmp_path / "best")
     assert (tmp_path / "best" / f"{a.key}.cu").read_text() == "fast()"
     index = json.loads((tmp_path / "best" / "index.json").read_text())
@@ -377,14 +454,16 @@ def test_in_context_probe_asks_the_same_problems_both_ways(tiny_model_dir):
     from training.prompts import CANDIDATE_TOKEN, REFERENCE_INTRO
 
     tok = load_tokenizer(tiny_model_dir)
-    tasks = task_rows({"tasks": {"names": ["vector_add_f32", "relu_f32", "softmax_rows_f32"], "size_indices": [0]},
-                       "grpo": {"max_prompt_length": 4096}}, tok, 2)
+    general = section("rl_general")
+    general["tasks"] |= {"names": ["vector_add_f32", "relu_f32", "softmax_rows_f32"], "size_indices": [0]}
+    general["grpo"]["max_prompt_length"] = 4096
+    tasks = task_rows(general, tok, 2)
     assert len(tasks["task_bare"]) == 2
     for bare, shown in zip(tasks["task_bare"], tasks["task_reference"]):
         assert bare["problem_key"] == shown["problem_key"] and bare["problems"] == shown["problems"]
         assert REFERENCE_INTRO not in bare["prompt"] and REFERENCE_INTRO in shown["prompt"]
         assert shown["prompt"].startswith(bare["prompt"].removesuffix(CANDIDATE_TOKEN + "\n"))
-    hgemm = hgemm_rows({}, tok, 4)
+    hgemm = hgemm_rows(section("rl_hgemm"), tok, 4)
     assert len(hgemm["hgemm_bare"]) == 4
     references = [p.read_text().strip() for p in sorted(Path("kernels_corpus/reference").glob("*.cu"))]
     for bare, shown in zip(hgemm["hgemm_bare"], hgemm["hgemm_context"]):

@@ -11,9 +11,11 @@ import pytest
 import yaml
 
 from hgemm.problem import Problem
+from configured import DEFAULT, settings
 from stages import bench as bench_stage
 from stages import sample as sample_stage
-from stages.sample import SampleSettings, best_index, evaluation_problems, heldout_problems, run_sample
+from training.best_of_k import SampleSettings, best_index, evaluation_problems, run_sample
+from training.heldout import heldout_problems
 from training.prompts import END_TOKEN, SPECIAL_TOKENS
 
 ROOT = Path(__file__).parents[1]
@@ -40,7 +42,7 @@ def test_heldout_problems_reads_rl_hgemm_format(tmp_path):
 
 def test_evaluation_problems_flag_and_add_heldout():
     held = [Problem(256, 256, 256, shape_class="aligned"), Problem(3, 5, 7, 2, "TN", "edge")]
-    probs = evaluation_problems(SampleSettings(grid=SMOKE_GRID, classes=["aligned"]), held)
+    probs = evaluation_problems(settings(SampleSettings, "sample", grid=SMOKE_GRID, classes=["aligned"]), held)
     assert [(p.key, h) for p, h in probs] == [("b1_m256_n256_k256_NN", True), ("b1_m1024_n1024_k1024_NN", False),
                                               ("b2_m3_n5_k7_TN", True)]
 
@@ -60,8 +62,8 @@ def _fake_generate(prompts, k):
 def test_run_sample_on_cpu_keeps_a_compiled_best(tmp_path):
     held = tmp_path / "heldout.json"
     held.write_text(json.dumps({"heldout": [{"M": 96, "N": 96, "K": 96, "batch": 1, "layout": "TN"}]}))
-    settings = SampleSettings(grid=SMOKE_GRID, classes=["batched_small"], k=2)
-    m = run_sample(settings, _fake_generate, str(held), str(tmp_path / "sample"))
+    m = run_sample(settings(SampleSettings, "sample", grid=SMOKE_GRID, classes=["batched_small"], k=2), _fake_generate,
+                   str(held), str(tmp_path / "sample"))
     assert m["timed"] is False and "no GPU" in m["note"] and m["correct_rate"] is None
     assert m["shapes"] == 2 and m["heldout_shapes"] == 1 and m["samples"] == 4
     assert m["statuses"] == {"parse_error": 2, "compiled": 2} and m["shapes_with_best"] == 2
@@ -111,13 +113,14 @@ def _library(tmp_path) -> Path:
 def test_sample_and_bench_stage_clis_on_cpu(tmp_path, tiny_model_dir):
     config = tmp_path / "experiment.yaml"
     config.write_text(yaml.safe_dump({
-        "sample": {"grid": SMOKE_GRID, "classes": ["aligned"], "k": 2, "max_new_tokens": 8, "batch_size": 4},
+        "sample": {"grid": SMOKE_GRID, "classes": ["aligned"], "k": 2, "max_new_tokens": 8, "batch_size": 4,
+                   "context": False},
         "bench": {"grid": SMOKE_GRID, "classes": ["aligned"], "reps": 1},
     }))
     held = tmp_path / "heldout.json"
     held.write_text(json.dumps({"heldout": [{"M": 96, "N": 96, "K": 96}]}))
     sample_out = tmp_path / "sample"
-    assert sample_stage.main(["--config", str(config), "--model", tiny_model_dir, "--heldout", str(held),
+    assert sample_stage.main(["--config", str(DEFAULT), "--config", str(config), "--model", tiny_model_dir, "--heldout", str(held),
                               "--out", str(sample_out)]) == 0
     m = json.loads((sample_out / "metrics.json").read_text())
     assert m["samples"] == 6 and m["timed"] is False  # 2 grid shapes + 1 held out, k = 2
@@ -130,7 +133,7 @@ def test_sample_and_bench_stage_clis_on_cpu(tmp_path, tiny_model_dir):
         "problem": Problem(256, 256, 256, shape_class="aligned").to_dict(), "heldout": False,
         "file": "best/b1_m256_n256_k256_NN.cu"}}))
     bench_out = tmp_path / "bench"
-    assert bench_stage.main(["--config", str(config), "--samples", str(sample_out), "--library",
+    assert bench_stage.main(["--config", str(DEFAULT), "--config", str(config), "--samples", str(sample_out), "--library",
                              str(_library(tmp_path)), "--out", str(bench_out), "--no-progress"]) == 0
     results = json.loads((bench_out / "results.json").read_text())
     assert results["gpu_run"] is False
@@ -157,8 +160,8 @@ def test_bench_without_library_table_still_benches_the_model(tmp_path):
     (samples / "best" / "b1_m64_n64_k64_NN.cu").write_text(NAIVE)
     (samples / "best.json").write_text(json.dumps({"b1_m64_n64_k64_NN": {
         "problem": Problem(64, 64, 64).to_dict(), "file": "best/b1_m64_n64_k64_NN.cu"}}))
-    settings = bench_stage.BenchSettings(grid=SMOKE_GRID, classes=["batched_small"], reps=1)
-    results = bench_stage.run(settings, str(samples), str(tmp_path / "no_tune"), progress=False)
+    bench = settings(bench_stage.BenchSettings, "bench", grid=SMOKE_GRID, classes=["batched_small"], reps=1)
+    results = bench_stage.run(bench, str(samples), str(tmp_path / "no_tune"), progress=False)
     by_key = {Problem.from_dict(pr["problem"]).key: list(pr["candidates"]) for pr in results["problems"]}
     assert by_key == {"b16_m64_n64_k64_NN": [], "b1_m64_n64_k64_NN": ["model"]}
 
@@ -167,7 +170,7 @@ def test_sample_prompts_carry_rl_hgemm_context_never_heldout(tmp_path, tiny_mode
     """context: true. A held-out shape's prompt shows kernels of the nearest training shapes, from the
     kernel database rl_hgemm left beside its model and from the library's reference kernels, with
     their speedups; nothing recorded for a held-out shape is ever shown."""
-    from stages.sample import context_prompter
+    from training.best_of_k import context_prompter
     from training.kerneldb import KernelDB
 
     train, held = Problem(256, 256, 512, shape_class="aligned"), Problem(256, 256, 256, shape_class="aligned")
@@ -186,13 +189,14 @@ def test_sample_prompts_carry_rl_hgemm_context_never_heldout(tmp_path, tiny_mode
     (lib / "table.json").write_text(json.dumps({"fallback": "reference_short", "entries": {
         key: {"kernel": "wgmma_long", "speedup_vs_best": 0.95, "references": {"reference_short": 0.4}}
         for key in (train.key, held.key)}}))
-    settings = SampleSettings(grid=SMOKE_GRID, k=1, context=True, max_prompt_length=1000, context_examples=3)
-    prompt, kept = context_prompter(settings, str(model), str(lib), [held])(held)
+    with_context = settings(SampleSettings, "sample", grid=SMOKE_GRID, k=1, context=True, max_prompt_length=1000,
+                            context_examples=3)
+    prompt, kept = context_prompter(with_context, str(model), str(lib), [held])(held)
     assert kept == 3 and "kernel_from_training()" in prompt and "0.70x" in prompt and "kernel_reference()" in prompt
     assert "kernel_of_heldout" not in prompt and "0.90x" not in prompt
     # run_sample records the context per candidate and says which prompts it used
-    settings = SampleSettings(grid=SMOKE_GRID, classes=["batched_small"], k=1)
-    m = run_sample(settings, _fake_generate, None, str(tmp_path / "sample"), prompter=lambda p: ("prompt", 2))
+    bare = settings(SampleSettings, "sample", grid=SMOKE_GRID, classes=["batched_small"], k=1)
+    m = run_sample(bare, _fake_generate, None, str(tmp_path / "sample"), prompter=lambda p: ("prompt", 2))
     records = [json.loads(line) for line in (tmp_path / "sample" / "samples.jsonl").read_text().splitlines()]
     assert m["prompts"] == "contrastive context" and m["prompts_with_context"] == 1
     assert [r["context_examples"] for r in records] == [2]

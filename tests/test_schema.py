@@ -1,6 +1,7 @@
 """configs/schema.yaml: every config the project ships passes; every section and subsection lists
-exactly the keys its stage's dataclass takes (so an unknown key fails the dry run, not the stage);
-numbers are bounded; defaults stay out of it; and a failure is one line naming the file and key."""
+exactly the keys its stage's dataclass takes (so an unknown key fails the dry run, not the stage), and
+configs/default.yaml names exactly those keys (the one place their values are defined); numbers are
+bounded; defaults stay out of the schema; and a failure is one line naming the file and key."""
 
 from __future__ import annotations
 
@@ -28,25 +29,26 @@ SECTIONS = {
     ("pretrain", "train"): ("training/pretrain.py", "TrainSettings"),
     ("pretrain", "sample"): ("training/pretrain.py", "SampleSettings"),
     ("tune",): ("stages/tune.py", "TuneSettings"),
-    ("rl_general", "tasks"): ("stages/rl_general.py", "TaskSettings"),
-    ("rl_hgemm", "shapes"): ("stages/rl_hgemm.py", "ShapeSettings"),
-    ("rl_hgemm", "context"): ("stages/rl_hgemm.py", "ContextSettings"),
-    ("sample",): ("stages/sample.py", "SampleSettings"),
+    ("rl_general", "tasks"): ("training/rl_general.py", "TaskSettings"),
+    ("rl_general", "probe"): ("training/probe.py", "ProbeSettings"),
+    ("rl_hgemm", "shapes"): ("training/heldout.py", "ShapeSettings"),
+    ("rl_hgemm", "context"): ("training/context.py", "ContextSettings"),
+    ("sample",): ("training/best_of_k.py", "SampleSettings"),
     ("bench",): ("stages/bench.py", "BenchSettings"),
     ("report",): ("hgemm/report/build.py", "ReportSettings"),
 }
 SHARED = {  # the RL sections' subsections, one definition for both stages
     "judge": ("training/grpo.py", "JudgeSettings"),
     "reward": ("training/rewards.py", "RewardSettings"),
-    "grpo": ("training/grpo.py", "GRPOSettings"),
-    "probe": ("training/probe.py", "ProbeSettings"),
 }
 
 
 def dataclass_fields(path: str, name: str) -> set[str]:
+    """The fields of a dataclass, its bases' defined in the same file included."""
     tree = ast.parse((ROOT / path).read_text())
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
-    return {s.target.id for s in cls.body if isinstance(s, ast.AnnAssign)}
+    inherited = set().union(*(dataclass_fields(path, b.id) for b in cls.bases if isinstance(b, ast.Name)))
+    return inherited | {s.target.id for s in cls.body if isinstance(s, ast.AnnAssign)}
 
 
 def resolve(node: dict) -> dict:
@@ -96,8 +98,27 @@ def test_sections_list_exactly_their_dataclass_fields(keys):
 def test_rl_subsections_list_exactly_their_dataclass_fields(sub):
     for stage in ("rl_general", "rl_hgemm"):
         assert set(section(stage, sub)["properties"]) == dataclass_fields(*SHARED[sub]), (stage, sub)
-    assert set(section("rl_general")["properties"]) == {"tasks", *SHARED}
-    assert set(section("rl_hgemm")["properties"]) == {"shapes", "context", *SHARED}
+    assert set(section("rl_general")["properties"]) == {"tasks", "grpo", "probe", *SHARED}
+    assert set(section("rl_hgemm")["properties"]) == {"shapes", "context", "grpo", "probe", *SHARED}
+    assert set(section("rl_hgemm", "probe")["properties"]) == dataclass_fields("training/probe.py",
+                                                                                "ContextProbeSettings")
+
+
+def test_default_config_names_every_key_the_schema_allows():
+    """configs/default.yaml is the one place every setting's value is defined: the stages' dataclasses
+    hold no defaults, so each key the schema allows (the dataclass fields; for grpo, the TRL settings we
+    set) has its value there, and nothing else."""
+    default = yaml.safe_load((ROOT / "configs/default.yaml").read_text())
+
+    def walk(node: dict, data, where: str):
+        if "properties" not in node or node.get("additionalProperties") is not False:
+            return  # a value, or a free-form mapping (source_weights, an inline grid)
+        assert isinstance(data, dict), where
+        assert set(data) == set(node["properties"]), (where, set(data) ^ set(node["properties"]))
+        for key, sub in node["properties"].items():
+            walk(resolve(sub), data[key], f"{where}.{key}")
+
+    walk(SCHEMA, default, "default.yaml")
 
 
 def test_unknown_keys_are_refused_at_every_level_and_no_defaults_are_repeated():

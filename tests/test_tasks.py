@@ -146,3 +146,11 @@ def test_every_solution_compiles_for_sm90a(tmp_path):
     assert not failures, "\n\n".join(failures)
     warnings = [f"{name}: {err}" for name, rc, err in results if "warning" in err.lower()]
     assert not warnings, "\n".join(warnings)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_two_solutions_compile_for_sm90a(tmp_path):
+    """The fast run's share of test_every_solution_compiles_for_sm90a (slow): the first and last task."""
+    for name, rc, err in (_nvcc_compile(t, tmp_path) for t in (TASKS[0], TASKS[-1])):
+        assert rc == 0, f"{name}:\n{err}"
+        assert "warning" not in err.lower(), f"{name}: {err}"

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from configured import DEFAULT, settings
 from kernels_corpus.tokenizer import FORMAT_TOKENS, ROLE_TOKENS, TokenizerConfig, from_base_model, train_bpe
 
 
@@ -97,10 +98,11 @@ def test_stage_cli_on_a_tiny_corpus(tmp_path):
     cfg = tmp_path / "tok.yaml"
     cfg.write_text("tokenizer:\n  vocab_size: 500\n  min_frequency: 2\n")
     out = tmp_path / "tok"
-    assert main(["--config", str(cfg), "--corpus", str(tmp_path / "corpus"), "--out", str(out), "--no-progress"]) == 0
+    assert main(["--config", str(DEFAULT), "--config", str(cfg), "--corpus", str(tmp_path / "corpus"), "--out", str(out),
+                 "--no-progress"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     stats = json.loads((out / "stats.json").read_text())
     assert metrics["bytes_per_token"] > 1.5 and metrics["bytes_per_token_split"] == "validation"
     assert stats["by_licence"][0]["licence"] == "MIT" and stats["splits"]["validation"]["docs"] == 10
     assert (out / "tokenizer.json").exists() and not any(p.name.startswith(".") for p in out.iterdir())
-    assert TokenizerConfig().vocab_size > 1000
+    assert settings(TokenizerConfig, "tokenizer").vocab_size > 1000

@@ -7,8 +7,10 @@ settings and inputs resumes from the last one (stages.common.prepare_work_dir); 
 <work>/tensorboard; `curves.json` is rewritten from the trainer's log history at every logging step,
 so it also survives a resume.
 
-TRL 1.16 has no `max_prompt_length`: the stages keep their prompts inside `grpo.max_prompt_length`
-themselves (rl_hgemm drops contrastive examples until the prompt fits; see `prompt_tokens`).
+The `grpo:` section is trl.GRPOConfig's, handed to it whole (`build_grpo_config`), but for the keys of
+OWN_GRPO_KEYS, which are ours: TRL 1.16 has no `max_prompt_length`, so the stages keep their prompts
+inside it themselves (rl_hgemm drops contrastive examples until the prompt fits; see `prompt_tokens`),
+and `max_train_seconds` is the wall-clock cap TrainClock enforces. `bf16` and `optim` also take `auto`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -27,72 +29,61 @@ from transformers import PreTrainedTokenizerBase, TrainerCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
 from hgemm.entry import EvalOptions
-from stages.common import write_json, write_metrics
+from hgemm.files import write_json
 from training.model import SAMPLING_ATTENTION, load_causal_lm, load_tokenizer, stop_token_ids
 from training.pretrain import TrainClock, _checkpoint_state
 
 
-@dataclass
-class GRPOSettings:
-    """The `grpo:` section. Names follow trl.GRPOConfig where they map onto it."""
-
-    max_steps: int = 40
-    num_generations: int = 8
-    per_device_train_batch_size: int = 16  # completions per device per step: a multiple of num_generations
-    gradient_accumulation_steps: int = 1
-    steps_per_generation: int | None = None
-    num_iterations: int = 1
-    max_prompt_length: int = 1024  # enforced by the stages (TRL 1.16 dropped the setting)
-    max_completion_length: int = 1024
-    temperature: float = 1.0
-    top_p: float = 1.0
-    learning_rate: float = 1e-6
-    lr_scheduler_type: str = "constant_with_warmup"
-    warmup_steps: int = 0
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    loss_type: str = "dapo"  # grpo | dapo | dr_grpo | bnpo | ...: see trl.GRPOConfig
-    beta: float = 0.0  # KL coefficient; > 0 keeps a reference model in memory
-    epsilon: float = 0.2
-    epsilon_high: float | None = None
-    scale_rewards: str = "group"
-    mask_truncated_completions: bool = False
-    bf16: bool | str = "auto"  # auto: on where the GPU supports it
-    gradient_checkpointing: bool = False
-    optim: str = "auto"
-    logging_steps: int = 1
-    save_steps: int = 20
-    save_total_limit: int = 2
-    eval_steps: int | None = None  # null: no evaluation pass
-    max_train_seconds: float | None = None  # wall-clock cap: stop and checkpoint when passed
-    log_completions: bool = False
-    seed: int = 0
-    # The KV cache of generation (trl.GRPOConfig.cache_implementation): null is transformers' dynamic
-    # cache; "static" was 3.6x faster at 400 + 256 tokens in bf16 (benchmarks/generation/), not yet
-    # measured at RL lengths (scripts/gpu_sampling_and_tma.sh does).
-    cache_implementation: str | None = None
-
-
+# Keys of the `grpo:` section that are ours, not trl.GRPOConfig's; the rest goes to GRPOConfig whole.
+OWN_GRPO_KEYS = ("max_prompt_length", "max_train_seconds")
+# GRPOConfig settings the stages set themselves (where checkpoints, logs and TensorBoard files go, how
+# prompts are loaded): a config that names one is refused rather than silently overridden.
+STAGE_GRPO_KEYS = ("output_dir", "report_to", "logging_dir", "save_strategy", "eval_strategy",
+                   "dataloader_num_workers", "dataloader_pin_memory", "disable_tqdm", "activation_checkpointing")
 # Settings that do not change what a checkpoint means: editing them must not block a resume.
 RESUME_NEUTRAL = ("logging_steps", "save_steps", "save_total_limit", "eval_steps", "max_train_seconds",
                   "log_completions", "cache_implementation")
+
+
+def check_grpo_section(section: dict, where: str = "grpo") -> None:
+    """A `grpo:` section's keys: OWN_GRPO_KEYS, all present, and otherwise trl.GRPOConfig's dataclass
+    fields that the stages do not set themselves. A ValueError of one line naming the first bad key."""
+    from trl import GRPOConfig
+
+    if not isinstance(section, dict):
+        raise ValueError(f"{where}: expected a mapping of trl.GRPOConfig settings, got {type(section).__name__}")
+    known = {f.name for f in dataclasses.fields(GRPOConfig)}
+    for key in section:
+        if key in STAGE_GRPO_KEYS:
+            raise ValueError(f"{where}: {key!r} is set by the stage, not by the config")
+        if key not in known and key not in OWN_GRPO_KEYS:
+            raise ValueError(f"{where}: unknown key {key!r}: not a trl.GRPOConfig setting, nor one of ours "
+                             f"({', '.join(OWN_GRPO_KEYS)})")
+    missing = [k for k in OWN_GRPO_KEYS if k not in section]
+    if missing:
+        raise ValueError(f"{where}: missing setting(s) {missing}")
+
+
+def grpo_resume_settings(section: dict) -> dict:
+    """The grpo settings an RL checkpoint depends on: the section less RESUME_NEUTRAL."""
+    return {k: v for k, v in section.items() if k not in RESUME_NEUTRAL}
 
 
 @dataclass
 class JudgeSettings:
     """The `judge:` section: how candidates are evaluated (hgemm.judge.KernelJudge)."""
 
-    gpu: bool | str = "auto"  # auto: time on the GPU when one is visible, else compile only
-    arch: str | None = None  # nvcc target; null: the GPU's, or sm_90a without one
-    compile_workers: int | None = None  # null: all cores
-    verify_timeout_s: float = 30.0  # per candidate: a hang past this is `timeout`
-    timing_timeout_s: float = 120.0  # per problem's timing phase
-    reps: int = 3
-    target_batch_ms: float = 1.0
-    timing_method: str = "spin_batch"
-    baselines: list[str] = field(default_factory=lambda: ["cublas", "cublaslt", "torch"])
-    distributions: list[str] = field(default_factory=lambda: ["normal", "uniform_pos", "small_int"])
-    recheck_sets: int = 4
+    gpu: bool | str  # auto: time on the GPU when one is visible, else compile only
+    arch: str | None  # nvcc target; null: the GPU's, or sm_90a without one
+    compile_workers: int | None  # null: all cores
+    verify_timeout_s: float  # per candidate: a hang past this is `timeout`
+    timing_timeout_s: float  # per problem's timing phase
+    reps: int
+    target_batch_ms: float
+    timing_method: str
+    baselines: list[str]  # the reward is against the strongest of these
+    distributions: list[str]
+    recheck_sets: int
 
     def make_judge(self):
         from hgemm.judge import KernelJudge
@@ -105,11 +96,6 @@ class JudgeSettings:
         gpu = None if self.gpu == "auto" else bool(self.gpu)
         return KernelJudge(options, gpu=gpu, arch=self.arch, verify_timeout_s=self.verify_timeout_s,
                            timing_timeout_s=self.timing_timeout_s, compile_workers=self.compile_workers)
-
-
-def resume_settings(grpo: GRPOSettings, **rest) -> dict:
-    """The settings an RL checkpoint depends on: grpo (less the neutral ones) and the stage's `rest`."""
-    return {"grpo": {k: v for k, v in asdict(grpo).items() if k not in RESUME_NEUTRAL}, **rest}
 
 
 # ------------------------------------------------------------------------------ policy and prompts
@@ -183,57 +169,38 @@ def _has_tensorboard() -> bool:
     return any(importlib.util.find_spec(m) is not None for m in ("tensorboard", "tensorboardX"))
 
 
-def build_grpo_config(s: GRPOSettings, work_dir: str, has_eval: bool = False):
+def build_grpo_config(section: dict, work_dir: str, has_eval: bool = False):
+    """trl.GRPOConfig from the `grpo:` section, whole: OWN_GRPO_KEYS split off, `auto` resolved for bf16
+    and optim, and the settings of STAGE_GRPO_KEYS added."""
     from trl import GRPOConfig
 
+    check_grpo_section(section)
     on_gpu = torch.cuda.is_available()
+    kwargs = {k: v for k, v in section.items() if k not in OWN_GRPO_KEYS}
+    if "bf16" in kwargs:
+        kwargs["bf16"] = _use_bf16(kwargs["bf16"])
+    if kwargs.get("optim") == "auto":
+        kwargs["optim"] = "adamw_torch_fused" if on_gpu else "adamw_torch"
+    if not has_eval:
+        kwargs["eval_steps"] = None
     logging_dir = str(Path(work_dir) / "tensorboard")
     os.environ["TENSORBOARD_LOGGING_DIR"] = logging_dir  # where transformers 5.x looks for it
-    kwargs = dict(
+    stage = dict(
         output_dir=work_dir,
         report_to=["tensorboard"] if _has_tensorboard() else [],
-        max_steps=s.max_steps,
-        num_generations=s.num_generations,
-        per_device_train_batch_size=s.per_device_train_batch_size,
-        gradient_accumulation_steps=s.gradient_accumulation_steps,
-        steps_per_generation=s.steps_per_generation,
-        num_iterations=s.num_iterations,
-        max_completion_length=s.max_completion_length,
-        temperature=s.temperature,
-        top_p=s.top_p,
-        learning_rate=s.learning_rate,
-        lr_scheduler_type=s.lr_scheduler_type,
-        warmup_steps=s.warmup_steps,
-        weight_decay=s.weight_decay,
-        max_grad_norm=s.max_grad_norm,
-        loss_type=s.loss_type,
-        beta=s.beta,
-        epsilon=s.epsilon,
-        epsilon_high=s.epsilon_high,
-        scale_rewards=s.scale_rewards,
-        mask_truncated_completions=s.mask_truncated_completions,
-        bf16=_use_bf16(s.bf16),
-        gradient_checkpointing=s.gradient_checkpointing,
-        optim=s.optim if s.optim != "auto" else ("adamw_torch_fused" if on_gpu else "adamw_torch"),
-        logging_steps=s.logging_steps,
         save_strategy="steps",
-        save_steps=s.save_steps,
-        save_total_limit=s.save_total_limit,
-        eval_strategy="steps" if (s.eval_steps and has_eval) else "no",
-        eval_steps=s.eval_steps if has_eval else None,
-        log_completions=s.log_completions,
-        seed=s.seed,
-        cache_implementation=s.cache_implementation,
+        eval_strategy="steps" if (kwargs.get("eval_steps") and has_eval) else "no",
         dataloader_num_workers=0,  # prompts may be built on the fly from the kernel DB
         dataloader_pin_memory=on_gpu,
         disable_tqdm=False,
     )
     names = {f.name for f in dataclasses.fields(GRPOConfig)}
     if "logging_dir" in names:
-        kwargs["logging_dir"] = logging_dir
-    if "activation_checkpointing" in names:  # transformers >= 5.2x renamed it; the old name still works, loudly
-        kwargs["activation_checkpointing"] = kwargs["gradient_checkpointing"]
-    return GRPOConfig(**kwargs)
+        stage["logging_dir"] = logging_dir
+    if "activation_checkpointing" in names and "gradient_checkpointing" in kwargs:
+        # transformers >= 5.2x renamed it; the old name still works, loudly
+        stage["activation_checkpointing"] = kwargs["gradient_checkpointing"]
+    return GRPOConfig(**kwargs, **stage)
 
 
 class CurvesCallback(TrainerCallback):
@@ -305,7 +272,7 @@ def compare_phases_by_problem(evaluations: list[dict], fraction: float = 0.2) ->
     """First vs last `fraction` of steps, problem by problem, from the kernel database's rows.
 
     A step's prompts are drawn at random, so in a short run the phase means of the curves mostly
-    measure which problems were drawn: in session 4's rl_hgemm, batched-small went from 0 of 8
+    measure which problems were drawn: in one rl_hgemm run, batched-small went from 0 of 8
     evaluations correct at one step to 24 of 29 at another while the policy barely moved (KL < 0.0005).
     Here each rate is the mean over the problems evaluated in both phases, each weighted equally,
     and the speedup is the geometric mean over problems verified in both (of each phase's best)."""
@@ -343,7 +310,7 @@ def compare_phases_by_problem(evaluations: list[dict], fraction: float = 0.2) ->
     return out
 
 
-def train_and_save(model, tokenizer, dataset, settings: GRPOSettings, judge, db, reward_cfg, stage: str,
+def train_and_save(model, tokenizer, dataset, grpo: dict, judge, db, reward_cfg, stage: str,
                    work_dir: str, resumable: bool, out: Path) -> dict:
     """What both RL stages train with: the kernel reward over `judge` (recording into `db`), GRPO with
     curves written to out/curves.json, the policy and tokenizer saved to `out`; judge and reward are
@@ -352,7 +319,7 @@ def train_and_save(model, tokenizer, dataset, settings: GRPOSettings, judge, db,
 
     reward = KernelReward(judge, db, reward_cfg, stage)
     try:
-        summary = train_grpo(model, tokenizer, reward, dataset, settings, work_dir, resumable,
+        summary = train_grpo(model, tokenizer, reward, dataset, grpo, work_dir, resumable,
                              curves_path=out / "curves.json")
         trainer = summary.pop("trainer")
         trainer.save_model(str(out))
@@ -365,8 +332,8 @@ def train_and_save(model, tokenizer, dataset, settings: GRPOSettings, judge, db,
 
 def finish_stage(stage: str, out: Path, db, gpu: bool, gpu_scope: str, reward_cfg, summary: dict,
                  wall_start: float, config: dict, **specific) -> dict:
-    """What both RL stages end with: the metrics they share around their own (`specific`), a snapshot
-    of the kernel database into the output folder, and metrics.json written last."""
+    """What both RL stages end with: the metrics they share around their own (`specific`), and a
+    snapshot of the kernel database in the output folder. Returns the metrics (the stage writes them)."""
     from training.pretrain import environment
     from training.rewards import class_rewards
 
@@ -388,7 +355,6 @@ def finish_stage(stage: str, out: Path, db, gpu: bool, gpu_scope: str, reward_cf
     }
     db.copy_to(out / "kernels.sqlite")
     db.close()
-    write_metrics(out, metrics)
     return metrics
 
 
@@ -406,22 +372,23 @@ def _check_reference_loadable(model) -> None:
         )
 
 
-def train_grpo(model, tokenizer, reward_func, train_dataset, settings: GRPOSettings, work_dir: str,
+def train_grpo(model, tokenizer, reward_func, train_dataset, grpo: dict, work_dir: str,
                resumable: bool, curves_path: str | Path, eval_dataset=None) -> dict:
-    """Train (or resume) with TRL's GRPOTrainer; returns a summary. The caller saves the model."""
+    """Train (or resume) with TRL's GRPOTrainer, configured by the `grpo:` section; returns a summary.
+    The caller saves the model."""
     from trl import GRPOTrainer
 
-    set_seed(settings.seed)
-    if settings.beta > 0:
+    args = build_grpo_config(grpo, work_dir, has_eval=eval_dataset is not None)
+    set_seed(args.seed)
+    if args.beta > 0:
         _check_reference_loadable(model)
     last = get_last_checkpoint(work_dir) if resumable and Path(work_dir).is_dir() else None
     # A run whose last checkpoint already reached max_steps is not trained again (resuming would take
     # one extra step); its weights come from that checkpoint.
-    finished = last is not None and _checkpoint_state(last).global_step >= settings.max_steps
-    args = build_grpo_config(settings, work_dir, has_eval=eval_dataset is not None)
-    clock = TrainClock(settings.max_train_seconds)
+    finished = last is not None and _checkpoint_state(last).global_step >= args.max_steps
+    clock = TrainClock(grpo["max_train_seconds"])
     if finished:
-        print(f"{last} already reached max_steps ({settings.max_steps}): its weights are used, nothing is trained",
+        print(f"{last} already reached max_steps ({args.max_steps}): its weights are used, nothing is trained",
               flush=True)
         model = policy_model(last, tokenizer)
     trainer = GRPOTrainer(

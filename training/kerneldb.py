@@ -1,6 +1,6 @@
 """The kernel database: every candidate the RL stages evaluated, with its verdict and reward.
 
-Both RL stages write it, the contrastive prompts of stages.rl_hgemm read it (the best and some weaker
+Both RL stages write it, the contrastive prompts (training/context.py) read it (the best and some weaker
 kernels for nearby shapes), and the report reads it. One SQLite file, two tables:
 
     kernels      sha -> text            (each distinct candidate text stored once)

@@ -24,24 +24,24 @@ from training.prompts import SPECIAL_TOKENS, END_TOKEN
 
 @dataclass
 class ModelSettings:
-    """The `model:` section of a stage config."""
+    """The `model:` section of the pretrain config (values: configs/default.yaml)."""
 
-    init: str = "scratch"  # scratch | pretrained
-    name_or_path: str | None = None  # for init: pretrained
+    init: str  # scratch | pretrained
+    name_or_path: str | None  # for init: pretrained
     # Use the pretrained model's own tokenizer (plus our special tokens) instead of --tokenizer: an
     # existing code model only makes sense with the vocabulary it was trained on.
-    use_model_tokenizer: bool = False
-    hidden_size: int = 768
-    intermediate_size: int = 2048
-    num_hidden_layers: int = 12
-    num_attention_heads: int = 12
-    num_key_value_heads: int = 4
-    max_position_embeddings: int = 2048
-    rope_theta: float = 10000.0
-    rms_norm_eps: float = 1e-5
-    tie_word_embeddings: bool = True
-    initializer_range: float = 0.02
-    attn_implementation: str = "sdpa"
+    use_model_tokenizer: bool
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    max_position_embeddings: int
+    rope_theta: float
+    rms_norm_eps: float
+    tie_word_embeddings: bool
+    initializer_range: float
+    attn_implementation: str
 
     def __post_init__(self):
         if self.init not in ("scratch", "pretrained"):
@@ -79,10 +79,9 @@ def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
     return tok
 
 
-# Attention for models that sample: "eager". On the H200 (benchmarks/generation/generation_speed.log) a
-# ~90M model sampling a left-padded batch of 32 took 69 ms a token step in bf16 with sdpa and a padding
-# mask, 20 ms in fp32 with sdpa and 14 ms in bf16 with eager attention (which sdpa kernel bf16 fell back
-# to was not recorded: the profile ran out of time).
+# Attention for models that sample: "eager". On the H200 (benchmarks/generation/) a
+# ~90M model sampling a left-padded batch of 32 takes 68 ms a token step in bf16 with sdpa and a padding
+# mask, 12.9 ms in fp32 with sdpa and 15.6 ms in bf16 with eager attention.
 # Training stays on the configured implementation (sdpa: packed blocks need no mask).
 SAMPLING_ATTENTION = "eager"
 

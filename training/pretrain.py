@@ -1,13 +1,14 @@
 """Continued pretraining on the CUDA corpus with the transformers Trainer, then a sampling check.
 
-Read top to bottom, `run_pretrain` does: check the work dir against the settings and inputs (resume an
-unfinished run of the same ones, else start from scratch), load tokenizer and model, pack the corpus,
-train (resuming from the last checkpoint), evaluate loss and perplexity, save model and tokenizer to a
-staging folder, sample HGEMM candidates from the saved model and count how many parse and compile,
-write metrics.json last, and swap the staging folder in for the output folder.
+`Pretraining(settings, ...)` checks what can fail before any state is touched (the sample problems,
+the TrainingArguments) and says what a checkpoint depends on; the stage prepares the work dir for
+that (stages.common.run_training) and calls `run`, which reads top to bottom: load tokenizer and
+model, pack the corpus, train (resuming from the last checkpoint), evaluate loss and perplexity, save
+model and tokenizer into the output folder, sample HGEMM candidates from the saved model and count
+how many parse and compile, and return the metrics.
 
 Several GPUs: launch the same command under torchrun or accelerate with `--deepspeed` pointing at a
-configs/deepspeed/*.json; the Trainer does the rest. Only rank 0 samples and writes metrics.
+configs/deepspeed/*.json; the Trainer does the rest. Only rank 0 samples and returns metrics.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import math
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -26,16 +27,8 @@ import transformers
 from transformers import Trainer, TrainerCallback, TrainerState, TrainingArguments, default_data_collator, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
+from hgemm.files import write_json
 from hgemm.problem import Problem
-from stages.common import (
-    build_dataclass,
-    prepare_work_dir,
-    publish,
-    resume_key,
-    staging_dir,
-    write_json,
-    write_metrics,
-)
 from training.data import load_corpus, packed_splits
 from training.model import (
     SAMPLING_ATTENTION,
@@ -51,36 +44,36 @@ from training.throughput import mfu, model_flops_per_token, peak_flops
 
 @dataclass
 class TrainSettings:
-    """The `train:` section. Names follow TrainingArguments where they map onto it."""
+    """The `train:` section (values: configs/default.yaml). Names follow TrainingArguments where they map onto it."""
 
-    block_size: int = 2048
-    max_steps: int = 1000
-    per_device_train_batch_size: int = 16
-    per_device_eval_batch_size: int = 16
-    gradient_accumulation_steps: int = 1
-    learning_rate: float = 6e-4
-    weight_decay: float = 0.1
-    adam_beta2: float = 0.95
-    warmup_steps: int = 100
-    lr_scheduler_type: str = "cosine"
-    max_grad_norm: float = 1.0
-    bf16: bool | str = "auto"  # auto: on where the GPU supports it, off on CPU
-    gradient_checkpointing: bool = False
-    torch_compile: bool = False
-    optim: str = "auto"  # auto: fused AdamW on GPU, plain AdamW on CPU
-    logging_steps: int = 10
-    eval_steps: int = 200
-    save_steps: int = 200
-    save_total_limit: int = 2
-    max_eval_blocks: int | None = 256
+    block_size: int
+    max_steps: int
+    per_device_train_batch_size: int
+    per_device_eval_batch_size: int
+    gradient_accumulation_steps: int
+    learning_rate: float
+    weight_decay: float
+    adam_beta2: float
+    warmup_steps: int
+    lr_scheduler_type: str
+    max_grad_norm: float
+    bf16: bool | str  # auto: on where the GPU supports it, off on CPU
+    gradient_checkpointing: bool
+    torch_compile: bool
+    optim: str  # auto: fused AdamW on GPU, plain AdamW on CPU
+    logging_steps: int
+    eval_steps: int
+    save_steps: int
+    save_total_limit: int
+    max_eval_blocks: int | None
     # A wall-clock cap on the training loop (seconds): training stops and checkpoints when it passes,
     # so a sized run stays inside its time slot even on a slower machine. null: no cap.
-    max_train_seconds: float | None = None
-    dataloader_num_workers: int = 2
-    map_workers: int | None = None  # datasets.map processes; null: chosen from corpus size
-    seed: int = 0
+    max_train_seconds: float | None
+    dataloader_num_workers: int
+    map_workers: int | None  # datasets.map processes; null: chosen from corpus size
+    seed: int
     # Repeats per document by corpus source (training.data.weight_sources); unnamed sources: 1.
-    source_weights: dict[str, float] = field(default_factory=dict)
+    source_weights: dict[str, float]
 
 
 # Settings that do not change what a checkpoint means: editing them must not block a resume.
@@ -94,34 +87,25 @@ RESUME_NEUTRAL = (
 class SampleSettings:
     """The `sample:` section: the after-training check of what the model writes."""
 
-    num_samples: int = 32
-    max_new_tokens: int = 1024
-    temperature: float = 0.8
-    top_p: float = 0.95
-    batch_size: int = 16
+    num_samples: int
+    max_new_tokens: int
+    temperature: float
+    top_p: float
+    batch_size: int
     # [M, N, K] or [M, N, K, batch] or [M, N, K, batch, layout]; samples are spread over them.
-    problems: list = field(default_factory=lambda: [[4096, 4096, 4096], [1024, 1024, 1024, 8], [8192, 2048, 1024, 1, "TN"]])
-    compile: bool = True
-    compile_arch: str | None = None  # passed to hgemm.compile; null: its default
-    prompt_arch: str = "sm_90a"
+    problems: list
+    compile: bool
+    compile_arch: str | None  # passed to hgemm.compile; null: its default
+    prompt_arch: str
 
 
 @dataclass
 class PretrainConfig:
+    """The `pretrain:` section."""
+
     model: ModelSettings
     train: TrainSettings
     sample: SampleSettings
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "PretrainConfig":
-        unknown = sorted(set(data) - {"model", "train", "sample"})
-        if unknown:
-            raise ValueError(f"pretrain config: unknown section(s) {unknown}; known: model, train, sample")
-        return cls(
-            build_dataclass(ModelSettings, data.get("model") or {}, "pretrain.model"),
-            build_dataclass(TrainSettings, data.get("train") or {}, "pretrain.train"),
-            build_dataclass(SampleSettings, data.get("sample") or {}, "pretrain.sample"),
-        )
 
     def sample_problems(self) -> list[Problem]:
         problems = []
@@ -263,133 +247,136 @@ def _checkpoint_state(checkpoint: str) -> TrainerState:
     return TrainerState.load_from_json(str(Path(checkpoint) / "trainer_state.json"))
 
 
-def run_pretrain(
-    config: dict,
-    corpus_dir: str,
-    tokenizer_dir: str | None,
-    work_dir: str,
-    out_dir: str,
-    deepspeed: str | None = None,
-) -> dict | None:
-    """Run the stage; returns the metrics on rank 0 (None on other ranks)."""
-    wall_start = time.perf_counter()
-    cfg = PretrainConfig.from_dict(config)
-    problems = cfg.sample_problems()  # fail on a bad problem list now, not after training
-    ds_config = json.loads(Path(deepspeed).read_text()) if deepspeed else None
-    # Built before the work dir is touched: a bad scheduler or optimiser name fails with the old state intact.
-    args = build_training_arguments(cfg.train, work_dir, deepspeed)
-    inputs = {"corpus": corpus_dir, "tokenizer": None if cfg.model.use_model_tokenizer else tokenizer_dir,
-              "init_model": cfg.model.name_or_path}
-    resumable = prepare_work_dir(work_dir, resume_key(cfg.resume_settings(ds_config), inputs))
-    out = staging_dir(out_dir)  # published over out_dir at the end: a failed run leaves the old outputs whole
-    last_checkpoint = get_last_checkpoint(work_dir) if resumable else None
-    set_seed(cfg.train.seed)
+class Pretraining:
+    """One pretraining run (stages.common.TrainingJob): built from the settings and inputs, it checks what
+    can fail before any state is touched; `run` trains, saves, samples and returns the metrics."""
 
-    tokenizer = tokenizer_for(cfg.model, tokenizer_dir)
-    # A run whose last checkpoint already reached max_steps is not trained again: the Trainer would
-    # take one extra step on resume. Its weights come straight from that checkpoint instead.
-    finished = last_checkpoint is not None and _checkpoint_state(last_checkpoint).global_step >= cfg.train.max_steps
-    if finished:
-        print(f"{last_checkpoint} already reached max_steps ({cfg.train.max_steps}): its weights are used, "
-              "nothing is trained", flush=True)
-        model = load_causal_lm(last_checkpoint, tokenizer, cfg.model.attn_implementation)
-    else:
-        model = build_model(cfg.model, tokenizer)
-    if cfg.train.block_size > model.config.max_position_embeddings:
-        raise ValueError(
-            f"train.block_size {cfg.train.block_size} exceeds the model's "
-            f"max_position_embeddings {model.config.max_position_embeddings}"
+    def __init__(self, settings: PretrainConfig, corpus_dir: str, tokenizer_dir: str | None, work_dir: str,
+                 deepspeed: str | None = None):
+        self.settings, self.corpus_dir, self.tokenizer_dir = settings, corpus_dir, tokenizer_dir
+        self.work_dir, self.deepspeed = work_dir, deepspeed
+        self.wall_start = time.perf_counter()
+        self.problems = settings.sample_problems()  # a bad problem list fails now, not after training
+        ds_config = json.loads(Path(deepspeed).read_text()) if deepspeed else None
+        # A bad scheduler or optimiser name fails here, with the old state intact.
+        self.args = build_training_arguments(settings.train, work_dir, deepspeed)
+        self.resume_settings = settings.resume_settings(ds_config)
+        self.resume_inputs = {"corpus": corpus_dir,
+                              "tokenizer": None if settings.model.use_model_tokenizer else tokenizer_dir,
+                              "init_model": settings.model.name_or_path}
+
+    def run(self, out: Path, resumable: bool) -> dict | None:
+        """Train (resuming the work dir's last checkpoint when `resumable`), save model and tokenizer into
+        `out` with loss_curve.json and samples.jsonl; the metrics on rank 0, None on other ranks."""
+        cfg, args, work_dir, tokenizer_dir = self.settings, self.args, self.work_dir, self.tokenizer_dir
+        last_checkpoint = get_last_checkpoint(work_dir) if resumable else None
+        set_seed(cfg.train.seed)
+
+        tokenizer = tokenizer_for(cfg.model, tokenizer_dir)
+        # A run whose last checkpoint already reached max_steps is not trained again: the Trainer would
+        # take one extra step on resume. Its weights come straight from that checkpoint instead.
+        finished = last_checkpoint is not None and \
+            _checkpoint_state(last_checkpoint).global_step >= cfg.train.max_steps
+        if finished:
+            print(f"{last_checkpoint} already reached max_steps ({cfg.train.max_steps}): its weights are used, "
+                  "nothing is trained", flush=True)
+            model = load_causal_lm(last_checkpoint, tokenizer, cfg.model.attn_implementation)
+        else:
+            model = build_model(cfg.model, tokenizer)
+        if cfg.train.block_size > model.config.max_position_embeddings:
+            raise ValueError(
+                f"train.block_size {cfg.train.block_size} exceeds the model's "
+                f"max_position_embeddings {model.config.max_position_embeddings}"
+            )
+        model.config.use_cache = False  # the KV cache is useless in training and conflicts with checkpointing
+        # Counted before training: under ZeRO-3 the parameters are sharded away from this module.
+        n_params = count_parameters(model)
+        flops_per_token = model_flops_per_token(model, cfg.train.block_size)
+
+        token_shares: dict = {}
+        train_ds, eval_ds = packed_splits(
+            load_corpus(self.corpus_dir), tokenizer, cfg.train.block_size, cfg.train.max_eval_blocks,
+            cfg.train.map_workers, source_weights=cfg.train.source_weights, seed=cfg.train.seed, shares=token_shares,
         )
-    model.config.use_cache = False  # the KV cache is useless in training and conflicts with checkpointing
-    # Counted before training: under ZeRO-3 the parameters are sharded away from this module.
-    n_params = count_parameters(model)
-    flops_per_token = model_flops_per_token(model, cfg.train.block_size)
+        clock = TrainClock(cfg.train.max_train_seconds)
+        trainer = Trainer(
+            model=model,
+            args=args,
+            train_dataset=train_ds,
+            eval_dataset=eval_ds,
+            data_collator=default_data_collator,
+            processing_class=tokenizer,
+            callbacks=[clock],
+        )
+        if finished:
+            trainer.state = _checkpoint_state(last_checkpoint)
+            run_mean_loss = None
+        else:
+            run_mean_loss = trainer.train(resume_from_checkpoint=last_checkpoint).training_loss
+        eval_metrics = trainer.evaluate()
+        model.config.use_cache = True  # the saved model is for generation, where the KV cache matters
+        trainer.save_model(str(out))  # gathers ZeRO-3 shards when the DeepSpeed config asks for it
+        if not trainer.is_world_process_zero():
+            return None
+        tokenizer.save_pretrained(str(out))
+        curve = _loss_curve(trainer.state.log_history)
+        global_step = trainer.state.global_step
+        write_json(out / "loss_curve.json", curve)
 
-    token_shares: dict = {}
-    train_ds, eval_ds = packed_splits(
-        load_corpus(corpus_dir), tokenizer, cfg.train.block_size, cfg.train.max_eval_blocks, cfg.train.map_workers,
-        source_weights=cfg.train.source_weights, seed=cfg.train.seed, shares=token_shares,
-    )
-    clock = TrainClock(cfg.train.max_train_seconds)
-    trainer = Trainer(
-        model=model,
-        args=args,
-        train_dataset=train_ds,
-        eval_dataset=eval_ds,
-        data_collator=default_data_collator,
-        processing_class=tokenizer,
-        callbacks=[clock],
-    )
-    if finished:
-        trainer.state = _checkpoint_state(last_checkpoint)
-        run_mean_loss = None
-    else:
-        run_mean_loss = trainer.train(resume_from_checkpoint=last_checkpoint).training_loss
-    eval_metrics = trainer.evaluate()
-    model.config.use_cache = True  # the saved model is for generation, where the KV cache matters
-    trainer.save_model(str(out))  # gathers ZeRO-3 shards when the DeepSpeed config asks for it
-    if not trainer.is_world_process_zero():
-        return None
-    tokenizer.save_pretrained(str(out))
-    curve = _loss_curve(trainer.state.log_history)
-    global_step = trainer.state.global_step
-    write_json(out / "loss_curve.json", curve)
+        # Sample from what was saved: this is the model the RL stages will load.
+        tokens_per_step = (cfg.train.block_size * args.per_device_train_batch_size * args.gradient_accumulation_steps
+                           * args.world_size)
+        tokens_per_second = clock.steps * tokens_per_step / clock.step_seconds if clock.step_seconds else None
+        del trainer, model
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
-    # Sample from what was saved: this is the model the RL stages will load.
-    tokens_per_step = cfg.train.block_size * args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
-    tokens_per_second = clock.steps * tokens_per_step / clock.step_seconds if clock.step_seconds else None
-    del trainer, model
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
+        sample_start = time.perf_counter()
+        on_gpu = torch.cuda.is_available()
+        final = load_causal_lm(str(out), tokenizer, SAMPLING_ATTENTION,
+                               dtype=torch.bfloat16 if on_gpu else torch.float32)
+        final.to("cuda" if on_gpu else "cpu")
+        records, sampling = sample_and_check(
+            final, tokenizer, self.problems, cfg.sample.num_samples, cfg.sample.max_new_tokens,
+            cfg.sample.temperature, cfg.sample.top_p, cfg.sample.batch_size,
+            compile=cfg.sample.compile, arch=cfg.sample.compile_arch, prompt_arch=cfg.sample.prompt_arch,
+        )
+        sampling["seconds"] = time.perf_counter() - sample_start
+        (out / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
-    sample_start = time.perf_counter()
-    on_gpu = torch.cuda.is_available()
-    final = load_causal_lm(str(out), tokenizer, SAMPLING_ATTENTION, dtype=torch.bfloat16 if on_gpu else torch.float32)
-    final.to("cuda" if on_gpu else "cpu")
-    records, sampling = sample_and_check(
-        final, tokenizer, problems, cfg.sample.num_samples, cfg.sample.max_new_tokens,
-        cfg.sample.temperature, cfg.sample.top_p, cfg.sample.batch_size,
-        compile=cfg.sample.compile, arch=cfg.sample.compile_arch, prompt_arch=cfg.sample.prompt_arch,
-    )
-    sampling["seconds"] = time.perf_counter() - sample_start
-    (out / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-
-    eval_loss = eval_metrics.get("eval_loss")
-    metrics = {
-        "stage": "pretrain",
-        "train_loss": next((row["loss"] for row in reversed(curve) if "loss" in row), None),  # last logged
-        "eval_loss": eval_loss,
-        "perplexity": math.exp(eval_loss) if eval_loss is not None and eval_loss < 50 else None,
-        "tokens_per_second": tokens_per_second,
-        "mfu": mfu(tokens_per_second or 0.0, flops_per_token, peak_flops()),
-        "parse_rate": sampling["parse_rate"],
-        "compile_rate": sampling["compile_rate"] if sampling["compile_rate"] is not None else sampling["compile"],
-        "pass_rate": sampling["pass_rate"],  # None on a CPU machine: nothing was run
-        "wall_time_s": time.perf_counter() - wall_start,
-        "train": {
-            "global_step": global_step,
-            "train_loss_mean_this_run": run_mean_loss,
-            "steps_this_run": clock.steps,
-            "resumed_from": last_checkpoint,
-            "stopped_by_time_budget": clock.stopped_by_budget,
-            "tokens_per_step": tokens_per_step,
-            "tokens_this_run": clock.steps * tokens_per_step,
-            "train_blocks": len(train_ds),
-            "eval_blocks": len(eval_ds),
-            "source_weights": cfg.train.source_weights,
-            "source_token_share": token_shares,
-            "bf16": args.bf16,
-            "gradient_checkpointing": cfg.train.gradient_checkpointing,
-            "deepspeed": deepspeed,
-            "model_flops_per_token": flops_per_token,
-            "step_seconds": clock.step_seconds,
-        },
-        "model": {"init": cfg.model.init, "name_or_path": cfg.model.name_or_path, "parameters": n_params,
-                  "vocab_size": len(tokenizer)},
-        "sampling": sampling,
-        "environment": environment(),
-        "config": config,
-    }
-    write_metrics(out, metrics)
-    publish(out, out_dir, work_dir)
-    return metrics
+        eval_loss = eval_metrics.get("eval_loss")
+        return {
+            "stage": "pretrain",
+            "train_loss": next((row["loss"] for row in reversed(curve) if "loss" in row), None),  # last logged
+            "eval_loss": eval_loss,
+            "perplexity": math.exp(eval_loss) if eval_loss is not None and eval_loss < 50 else None,
+            "tokens_per_second": tokens_per_second,
+            "mfu": mfu(tokens_per_second or 0.0, flops_per_token, peak_flops()),
+            "parse_rate": sampling["parse_rate"],
+            "compile_rate": sampling["compile_rate"] if sampling["compile_rate"] is not None else sampling["compile"],
+            "pass_rate": sampling["pass_rate"],  # None on a CPU machine: nothing was run
+            "wall_time_s": time.perf_counter() - self.wall_start,
+            "train": {
+                "global_step": global_step,
+                "train_loss_mean_this_run": run_mean_loss,
+                "steps_this_run": clock.steps,
+                "resumed_from": last_checkpoint,
+                "stopped_by_time_budget": clock.stopped_by_budget,
+                "tokens_per_step": tokens_per_step,
+                "tokens_this_run": clock.steps * tokens_per_step,
+                "train_blocks": len(train_ds),
+                "eval_blocks": len(eval_ds),
+                "source_weights": cfg.train.source_weights,
+                "source_token_share": token_shares,
+                "bf16": args.bf16,
+                "gradient_checkpointing": cfg.train.gradient_checkpointing,
+                "deepspeed": self.deepspeed,
+                "model_flops_per_token": flops_per_token,
+                "step_seconds": clock.step_seconds,
+            },
+            "model": {"init": cfg.model.init, "name_or_path": cfg.model.name_or_path, "parameters": n_params,
+                      "vocab_size": len(tokenizer)},
+            "sampling": sampling,
+            "environment": environment(),
+            "config": asdict(cfg),
+        }

@@ -1,7 +1,7 @@
 """The policy before and after an RL stage, on one fixed set of prompts.
 
 Why: the curves' first and last 20% of steps see different prompts, drawn at random. In a run of
-ten-odd steps, the phase means mostly measure which problems were drawn. In session 4's rl_hgemm,
+ten-odd steps, the phase means mostly measure which problems were drawn. In one rl_hgemm run,
 batched-small went from 0 of 8 evaluations correct at one step to 24 of 29 at another, while the
 policy hardly moved (KL < 0.0005). The probe samples k completions for each of the same prompts from
 the starting model and from the trained one, judges both with the stage's judge, and compares them
@@ -21,16 +21,21 @@ from hgemm.summary import geomean
 
 @dataclass
 class ProbeSettings:
-    """The `probe:` section of an RL stage."""
+    """The `probe:` section of an RL stage (values: configs/default.yaml)."""
 
-    prompts: int = 8          # fixed training prompts, spread over the stage's problems (0: no probe)
-    k: int = 4                # completions per prompt
-    temperature: float = 1.0  # as GRPO samples (grpo.temperature's default)
-    batch_size: int = 32      # sequences per generate() call
-    seed: int = 0
-    # rl_hgemm only: probe each problem a second time with its contrastive context from the final kernel
-    # database (metrics.json `probe_context`). rl_general's prompts always carry what they carry.
-    context: bool = True
+    prompts: int  # fixed training prompts, spread over the stage's problems (0: no probe)
+    k: int  # completions per prompt
+    temperature: float
+    batch_size: int  # sequences per generate() call
+    seed: int
+
+
+@dataclass
+class ContextProbeSettings(ProbeSettings):
+    """rl_hgemm's `probe:` section: also probe each problem a second time with its contrastive context
+    from the final kernel database (metrics.json `probe_context`)."""
+
+    context: bool
 
 
 def spread(items: list, n: int) -> list:
@@ -63,8 +68,8 @@ def probe_model_sets(model_dir: str, row_sets: dict[str, list[dict]], make_judge
                      max_new_tokens: int) -> dict[str, dict]:
     """probe_model for several sets of rows at once (rl_hgemm: bare and in-context), one result per set.
     One load, one generation pass and one judge for all of them: at 2304-token completions each
-    generation pass is bound by its longest sequence, so session 7's four separate probes (~50 s each)
-    did not fit rl_hgemm's device call. A problem may appear in several sets; each set is its own."""
+    generation pass is bound by its longest sequence (~50 s a pass on the H200), so four separate
+    passes would not fit a 10-minute rl_hgemm run. A problem may appear in several sets; each set is its own."""
     import torch
 
     from training.model import SAMPLING_ATTENTION, load_causal_lm, load_tokenizer

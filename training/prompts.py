@@ -58,10 +58,10 @@ def describe_problem(problem: Problem, arch: str = DEFAULT_ARCH) -> str:
 
 # Kernels shown inside a prompt: the rl_hgemm contrastive examples, each with its measured speedup, and
 # rl_general's seed solution. Pretraining documents use the same two framings (kernels_corpus/harvest.py),
-# so that an RL prompt holding a kernel is not the first such text the model meets. Session 5's runs
-# showed why: a model pretrained only on bare prompts wrote word salad (entropy 0.3 -> 2.4 nats a
+# so that an RL prompt holding a kernel is not the first such text the model meets. Without them,
+# a model pretrained only on bare prompts writes word salad (entropy 0.3 -> 2.4 nats a
 # token, parse rate 0.8 -> 0) from the first rl_hgemm step whose prompt held a kernel, and on every
-# rl_general prompt with the seed solution (benchmarks/rl_runs/README.md).
+# rl_general prompt with the seed solution (benchmarks/in_context/README.md).
 REFERENCE_INTRO = "A correct kernel for this task (its speed is not given): write a faster one."
 
 

@@ -40,18 +40,18 @@ RUNTIME_FAILURES = ("unsupported", "launch_error", "timeout", "crash")
 
 @dataclass
 class RewardSettings:
-    """The `reward:` section of an RL stage config."""
+    """The `reward:` section of an RL stage config (values: configs/default.yaml)."""
 
-    clip: float = 2.0  # |log speedup| cap: e^2 = 7.4x either way
-    step: float = 0.5  # gap between failure classes
-    compiled_reward: float = 0.0  # CPU only: parsed and compiled, nothing run
+    clip: float  # |log speedup| cap: clip 2 is 7.4x either way
+    step: float  # gap between failure classes
+    compiled_reward: float  # CPU only: parsed and compiled, nothing run
     # A verified speedup above this is re-judged (fresh random inputs) and the lower result kept:
     # implausible speedups are more often a harness blind spot than a breakthrough. null: never.
-    recheck_above: float | None = 3.0
+    recheck_above: float | None
     # Within parse_error only: up to this much for how much of the candidate format the text has, so
     # a GRPO group whose completions all fail to parse (a fresh model's usual case) still has
     # variance to learn from. Kept below `step`, so no parse error ever outscores a compile error.
-    format_shaping: float = 0.4
+    format_shaping: float
 
     def __post_init__(self):
         if self.clip <= 0 or self.step <= 0:
@@ -154,7 +154,7 @@ def batch_metrics(verdicts: list[dict], rewards: list[float], timed: bool) -> di
 def context_metrics(verdicts: list[dict], context_examples: list[int], timed: bool) -> dict[str, float]:
     """How many kernels the prompts showed, and the parse and correct rates of completions whose prompt
     showed some against those whose prompt showed none (each only when the batch has such prompts).
-    Session 5: the model failed on prompts that held a kernel and did well on bare ones."""
+    A model can do well on bare prompts and fail on prompts that hold a kernel."""
     m = {"prompt/context_examples": sum(context_examples) / len(context_examples)}
     for name, pick in (("in_context", lambda n: n > 0), ("bare", lambda n: n == 0)):
         part = [v.get("status") for v, n in zip(verdicts, context_examples) if pick(n)]

@@ -20,10 +20,12 @@ NOT_TIMED = ("Nothing was timed: this run had no GPU. Kernels were parsed and co
 
 @dataclass
 class ReportSettings:
-    title: str = "HGEMM-L2 report"
-    peak_tflops: float = 989.4  # H200 SXM dense fp16/bf16 tensor-core datasheet figure
-    memory_tbps: float = 4.8  # H200 HBM3e datasheet bandwidth
-    max_heatmap_panels: int = 12
+    """The `report:` section (values: configs/default.yaml)."""
+
+    title: str
+    peak_tflops: float  # the GPU's dense fp16/bf16 tensor-core peak, for the compute roofline
+    memory_tbps: float  # the GPU's memory bandwidth, for the memory roofline
+    max_heatmap_panels: int
 
 
 def _figure(doc: list, name: str, make, caption: str) -> None:

@@ -106,9 +106,8 @@ def name(p: dict) -> str:
 
 def _pair_loads(p: dict) -> bool:
     # misaligned rows: 2 aligned 16-byte loads + realignment per chunk ("pair"), or 8 element loads
-    # ("elem"). Session 5 timed both on the 11 misaligned default-grid shapes (benchmarks/ldg_loader/
-    # session5/): pair was faster in geomean for each of the 4 tilings tried (1.09-1.33x), so variants()
-    # uses it; aligned rows take the cp.async path either way.
+    # ("elem"). On the 11 misaligned default-grid shapes pair is faster in geomean for each of the 4
+    # tilings timed (1.09-1.33x), so variants() uses it; aligned rows take the cp.async path either way.
     return p.get("misaligned_loads", "elem") == "pair"
 
 

@@ -12,8 +12,8 @@ split by warpgroup (128 threads, 4 consecutive warps):
     B), keeps one wgmma group in flight, and releases a stage on its `empty` mbarrier once the
     wgmma group that read it has retired. The epilogue converts the fp32 accumulators to fp16 and
     either parks the tile in shared memory for warps 1-3 of the producer warpgroup to store with
-    16-byte stores while the consumers start their next tile (`epilogue: smem`, the default since
-    session 8), or stores it straight from registers with edge predication.
+    16-byte stores while the consumers start their next tile (`epilogue: smem`, the default), or
+    stores it straight from registers with edge predication.
 
 Options: `cluster: 2` runs clusters of two CTAs on vertically adjacent tiles and TMA multicasts their
 shared B tile into both; `loader` and `stage` pick how operands reach the ring (below).
@@ -63,58 +63,52 @@ TILES = [
 ]
 STAGES = (3, 4, 5, 6)
 GROUP_M = (8,)
-# The ldg loader (2 producer warpgroups load with ld.global and realign rows in registers) was the
-# answer for the pitches TMA refuses until session 6; it is kept renderable, and in the GPU tests, as
-# LDG_BEST, its best options: one tile shape, since its producers need the registers a 128x256 tile's
-# consumers would take; 4 stages (6 gave the same time, 990 vs 999 us at 4095^3, session 5); 8 row
-# segments in flight a lane (1.33x 4 with the lean walk: 754 vs 1000 us; 126-128 registers, no spills);
-# and "pair" realignment, every lane loading the block after its own (1000 us at b4, against 1110 for
-# shuffles from the next lane and 1484 for the first per-chunk-decode loader).
+# The ldg loader (2 producer warpgroups load with ld.global and realign rows in registers) serves the
+# pitches TMA refuses without a copy, but the staged loader below is faster (benchmarks/
+# misaligned_loaders/). It is kept renderable, and in the GPU tests, as LDG_BEST, its best options: one
+# tile shape, since its producers need the registers a 128x256 tile's consumers would take; 4 stages
+# (6 gives the same time); 8 row segments in flight a lane (126-128 registers, no spills); and "pair"
+# realignment, every lane loading the block after its own instead of shuffling it from the next lane.
 LDG_BEST = dict(bm=128, bn=128, consumers=2, stages=4, group_m=8, loader="ldg", ldg_batch=8, realign="pair")
 LDG_PRODUCERS = 2
-# The staged loader (TMA from padded copies of A and B that the grid makes in its workspace) replaced
-# the ldg loader in variants(): session 6 (benchmarks/ldg_loader/session6_staged/) timed it at 0.85x the
-# strongest baseline in geomean over the 11 misaligned default-grid shapes, against 0.41x for ldg b8 pair,
-# faster on every one. 128x256 and 256x128 win from 2047^3 up; 128x128 with 6 stages on 1023^3 and 1025^3.
-# Session 7: the +1 cubes lose a round to the tile schedule (4097^3: 561 128x256 tiles are 5 rounds on
+# The staged loader (TMA from padded copies of A and B that the grid makes in its workspace) serves the
+# pitches TMA refuses in variants(): 2.7-3.1x the ldg loader at 4096 sizes (benchmarks/
+# misaligned_loaders/). In the tuned library 128x256 wins from 2047^3 up (128x192 on 2049^3), 128x128
+# with 6 stages on 1023^3 and 1025^3.
+# The +1 cubes lose a round to the tile schedule (4097^3: 561 128x256 tiles are 5 rounds on
 # 132 SMs, 4.25 of work); 128x192 tiles fill them better (726 tiles, 6 rounds of 3/4 the work: 4.5).
 # It ties with 128x256 in hgemm.tune.estimate there, and ties go to the earlier tile: second in the list.
 STAGED = [(128, 256, 2, 4), (128, 192, 2, 5), (256, 128, 2, 4), (128, 128, 2, 6)]  # (BM, BN, CONSUMERS, STAGES)
 # Where only one operand's rows are refused (one odd dimension: K in NN copies A, N in NN copies B), a
-# kernel that copies only that one (`stage: A` or `B`). Expected from session 6, where the copies and
-# the barrier cost ~80 us at 4095^3: ~40 us less on 4096x4096x4095 (239 -> ~200 us) and 4096x4095x4096
-# (280 -> ~240). The grid's such shapes are 4096-sized, so the large tiles only. Measured in session 7
-# (benchmarks/ldg_loader/session7_one_operand/): 221.8 and 266.0 us; the rest of 4096x4095x4096's time
-# was the epilogue's 2-byte stores on odd-N rows, since replaced by shifted pairs.
+# kernel that copies only that one (`stage: A` or `B`): 4096x4096x4095 in 202.8 us and 4096x4095x4096
+# in 212.5 (benchmarks/tune/). The grid's such shapes are 4096-sized, so the large tiles only.
 STAGED_ONE = [(128, 256, 2, 4), (256, 128, 2, 4)]
 # Clusters of 2 CTAs on vertically adjacent tiles, which TMA multicasts their shared B tile to
 # (`cluster: 2`): each SM then pulls 2/3 of the operand bytes from L2 a k-step on 128x256 tiles (16 KB
-# of A + half of B's 32 KB), 5/6 on 256x128. Session 8 predicted, if L2-to-SM traffic is what holds
-# the 128x256 kernel at 676 TFLOP/s against cuBLAS's 749 at 4096^3: 203 -> 185-192 us there. Measured
-# (benchmarks/cluster/session8/): 0.94-1.01x the plain 128x256 on 128-byte row pitches, so not that;
-# but 1.16-1.44x where rows are 16-byte and not 128-byte multiples (8192x8200x8200: 2427 -> 1682 us,
-# cuBLAS 1612). 256x128 (0.92-0.95x) and 128x192 (0.81-0.91x: its 3 boxes split 2:1) lost everywhere
-# but on those pitches, and the staged copies (already 128-byte pitches) gained 0-3%: 128x256 only.
+# of A + half of B's 32 KB), 5/6 on 256x128. Measured (benchmarks/cluster/): 0.94-1.01x the plain
+# 128x256 on 128-byte row pitches, so L2-to-SM traffic is not what holds it below cuBLAS; but
+# 1.16-1.44x where rows are 16-byte and not 128-byte multiples (8192x8200x8200: 2427 -> 1682 us,
+# cuBLAS 1612). 256x128 (0.92-0.95x) and 128x192 (0.81-0.91x: its 3 boxes split 2:1) lose everywhere
+# but on those pitches, and the staged copies (128-byte pitches already) gain 0-3%: 128x256 only.
 CLUSTERED = [(128, 256, 2)]
 # Split-K (`split_k`: 2, 4, 8) for the skinny shapes (M <= 512 against N, K >= 4096), whose tiles alone
-# fill half the SMs or fewer: 64 tiles of 128x64 at 64 x 4096 x 4096, which session 8's tune ran at
-# 23.0 us against cuBLAS's 12.7 (each SM pulling ~43 GB/s). 64x128 (one m64 atom) wastes less of the
-# MMA on M <= 64. Register epilogue: the partials are fp32 atomics into the workspace. Predicted ~12-14
-# us there; measured (benchmarks/tune/session8c_splitk/): correct, but slower than not splitting on
-# every skinny shape (64 x 4096 x 4096: 35.4 us at sk4; 256 x 4096 x 4096: 45.1 against 21.8), the
-# fp32 atomics and the zeroed workspace costing more than the idle SMs. Not in variants(); kept
-# renderable, and in the GPU tests, as SPLIT_K_TRIED.
+# fill half the SMs or fewer: 64 tiles of 128x64 at 64 x 4096 x 4096, which the tuned library runs in
+# 23.0 us against cuBLAS's 12.7 (benchmarks/tune/; each SM pulling ~43 GB/s). 64x128 (one m64 atom)
+# wastes less of the MMA on M <= 64. Register epilogue: the partials are fp32 atomics into the
+# workspace. Correct, but slower than not splitting on every skinny shape, the fp32 atomics and the
+# zeroed workspace costing more than the idle SMs. Not in variants(); kept renderable, and in the GPU
+# tests, as SPLIT_K_TRIED.
 SPLITS = (2, 4, 8)
 SPLIT_K_TRIED = [dict(bm=64, bn=128, consumers=1, stages=6, group_m=8, split_k=8),
                  dict(bm=128, bn=64, consumers=1, stages=6, group_m=8, split_k=8),
                  dict(bm=128, bn=128, consumers=2, stages=6, group_m=8, split_k=4)]
 # The epilogue through shared memory (`epilogue: smem`): the consumers park a finished tile in smem and
-# start the next while the producer warpgroup's idle warps store it. Its trial (scripts/gpu_epilogue.sh,
-# benchmarks/epilogue/session8/), one ring stage shallower where the parked tile needs the room, against
-# the register epilogue on the same tiles: 128x256 1.03-1.14x on single GEMMs (4096^3: 207.5 -> 190.6
-# us, cuBLAS 187.1) and 1.12-1.44x batched; 8192^3 1569 us against cuBLASLt's 1586; staged odd-N shapes
-# 1.01-1.07x, element stores and all. Every tile takes it but 128x128 with two consumers, which lost on
-# single GEMMs (0.83-0.94x) and won batched (1.10-1.27x): that one keeps both.
+# start the next while the producer warpgroup's idle warps store it. Against the register epilogue on
+# the same tiles (benchmarks/epilogue/), one ring stage shallower where the parked tile needs the room:
+# 128x256 1.03-1.14x on single GEMMs (4096^3: 207.5 -> 190.6 us, cuBLASLt 187.1) and 1.12-1.44x
+# batched; 8192^3 1569 us against cuBLASLt's 1586; staged odd-N shapes 1.01-1.07x, element stores and
+# all. Every tile takes it but 128x128 with two consumers, which loses on single GEMMs (0.83-0.94x) and
+# wins batched (1.10-1.27x): that one keeps both.
 BOTH_EPILOGUES = [(128, 128, 2)]
 _G = dict(group_m=8, epilogue="smem")
 EPILOGUE_SMEM_PROBE = [
@@ -410,8 +404,8 @@ __device__ __forceinline__ void cluster_sync() {
 // Arrive on the barrier at this smem offset in CTA `rank` of the cluster (this one included). The
 // default .release.cta semantics: what the arrival publishes is that this warp's wgmma reads of the
 // stage are done (wgmma.wait_group), not any memory it wrote. An explicit .release.cluster compiles to
-// MEMBAR.ALL.GPU before every arrival, two per consumer warp a k-step, and ran the cluster kernels at
-// 0.50-0.73x the plain ones in session 8 (benchmarks/cluster/).
+// MEMBAR.ALL.GPU before every arrival, two per consumer warp a k-step, which runs the cluster kernels
+// at a fraction of the plain ones' speed (benchmarks/cluster/).
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
   asm volatile(
       "{\n.reg .b32 remote;\n"
@@ -452,8 +446,8 @@ __device__ __forceinline__ void consumer_sync() {
 // 1-3 of the producer warpgroup (otherwise idle) copy it to C with 16-byte stores, a warp writing 512
 // contiguous bytes an instruction where the register epilogue writes 8 rows x 16 bytes. c_full and
 // c_empty pass the buffer between them. Rows are padded by 16 bytes so that the consumers' 4-byte
-// writes (8 rows x 4 lanes a warp instruction) fall in 32 distinct banks. Session 8 measured what the
-// register epilogue's stores cost (benchmarks/epilogue/): 5% at 4096^3, 29-49% on batch 16-256 of 512^3.
+// writes (8 rows x 4 lanes a warp instruction) fall in 32 distinct banks. What the register epilogue's
+// stores cost (benchmarks/epilogue/): 5% at 4096^3, 29-49% on batch 16-256 of 512^3.
 constexpr int C_PITCH = BN * 2 + 16;
 constexpr int STORER_THREADS = 96;
 __device__ __forceinline__ void sts32(uint32_t addr, uint32_t v) {
@@ -565,8 +559,8 @@ struct Segment {
 // A lane's segments of one tile: segment seg0 + 4i (i < LDG_ITERS) of every k-step. They lie a fixed
 // stride apart in memory (4 rows) and move by a fixed stride per k-step (64 elements; 64 k-rows for
 // NN's B), so one walk per tile replaces a per-chunk segment decode. That decode (64-bit multiplies,
-// a branch per operand, twice per 16-byte chunk) left the producer warps issue-bound in session 4:
-// 582 static SASS instructions in the stage loop, ~91 TFLOP/s at 4095^3 (benchmarks/ldg_loader/).
+// a branch per operand, twice per 16-byte chunk) leaves the producer warps issue-bound: 582 static
+// SASS instructions in the stage loop against 376 with the walk.
 struct SegmentWalk {
   const char* g0;    // segment i = 0 at k-step 0
   long long di, dk;  // bytes to segment i + 1, and to the next k-step
@@ -1086,9 +1080,9 @@ ENTRY(const __half* __restrict__ A, const __half* __restrict__ B, __half* __rest
       // row) a row that starts 2 bytes off has each lane store (c + 1, c + 2) instead, taking c + 2 from
       // the next lane of its quad (lane 3: from lane 0, one j on); its first and last columns go alone.
       // The two kinds of row alternate within a warp, so both are one code path (selects, one shuffle
-      // and one store per j), not two branches the warp would run one after the other. Session 7
-      // measured what plain 2-byte stores cost on odd-N shapes: +42 us at 4095^3 and 4096x4095x4096,
-      // where K or M odd cost nothing (benchmarks/ldg_loader/session7_one_operand/).
+      // and one store per j), not two branches the warp would run one after the other. Plain 2-byte
+      // stores on odd-N shapes cost +42 us at 4095^3 and 4096x4095x4096, where K or M odd cost
+      // nothing (benchmarks/misaligned_loaders/).
       __half* Cb = C + static_cast<long long>(tc.b) * M * N;
       const int row_base = tc.m0 + cw * WM + warp * 16 + (lane >> 2);
       const int col_base = tc.n0 + (lane & 3) * 2;

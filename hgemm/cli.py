@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     _grid_args(t)
     t.set_defaults(fn=cmd_tune)
 
-    m = sub.add_parser("summarize", help="the Markdown summary (or issue 3's goals) of an existing results JSON")
+    m = sub.add_parser("summarize", help="the Markdown summary (or the library's per-class goals) of an existing results JSON")
     m.add_argument("results", help="results JSON of hgemm bench, or a library's bench.json")
     m.add_argument("--goals", action="store_true", help="the per-class goals table with each miss (goals.md)")
     m.add_argument("--out", default=None, help="write the Markdown here as well as printing it")

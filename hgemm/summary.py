@@ -114,7 +114,7 @@ def throttled_contenders(results: dict) -> list[str]:
     return out
 
 
-# Issue 3's targets, per shape class: (label, which problems, what is compared, the bar).
+# The seed library's targets, per shape class: (label, which problems, what is compared, the bar).
 GOALS = (
     ("misaligned cubes and one odd dimension", lambda p: p["shape_class"] == "misaligned", "vs_best", 1.1),
     ("aligned >= 2048^3", lambda p: p["shape_class"] == "aligned" and p["M"] >= 2048, "vs_cublas", 0.95),
@@ -146,7 +146,7 @@ def roofline_us(p: dict, tflops: float | None, gbps: float | None) -> tuple[floa
 
 
 def _baselines_line(options: dict) -> str:
-    """Which baselines "the strongest" was taken from: issue 3's bar includes torch.compile, which
+    """Which baselines "the strongest" was taken from: the targets' bar includes torch.compile, which
     tuning leaves out by default (minutes of autotuning per shape)."""
     timed = list(options.get("baselines") or [])
     if options.get("torch_compile") and "torch_compile" not in timed:
@@ -154,12 +154,12 @@ def _baselines_line(options: dict) -> str:
     line = "Strongest baseline per shape, of: " + (", ".join(timed) or "none recorded") + "."
     if "torch_compile" not in timed:
         line += (" torch.compile max-autotune was not timed in this run, so on misaligned shapes, where"
-                 " it is often the strongest, the bar here is lower than issue 3's.")
+                 " it is often the strongest, the bar here is lower than the targets'.")
     return line
 
 
 def goals_markdown(results: dict) -> str:
-    """The fastest verified kernel per shape against issue 3's per-class targets, with each miss's
+    """The fastest verified kernel per shape against the per-class targets, with each miss's
     resource use, instruction path and distance from the roofline of the same run."""
     best = best_candidate_per_problem(results)
     ceilings = next(iter((results.get("ceilings") or {}).values()), None) or {}
@@ -176,8 +176,8 @@ def goals_markdown(results: dict) -> str:
         res = (results.get("candidates", {}).get(name, {}).get("resources") or {}).get(p["layout"], {})
         rows.append({"key": key, "p": p, "name": name, "r": r, "cublas_tflops": cublas.get("tflops"),
                      "gbps": r.get("gbps"), "res": res})
-    lines = ["# Seed library against issue 3's targets", "",
-             "Per shape the fastest verified kernel; bars from issue 3. "
+    lines = ["# Seed library against its per-class targets", "",
+             "Per shape the fastest verified kernel; bars from hgemm.summary.GOALS. "
              + (f"Copy bandwidth in this run: {copy_gbps:.0f} GB/s." if copy_gbps else
                 "The device-to-device copy bandwidth was not measured in this run (the harness records it "
                 "from now on), so the bandwidth goal is shown in GB/s only."), "",

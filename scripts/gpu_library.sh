@@ -4,7 +4,7 @@
 #   2. the plain TMA kernel on aligned shapes that differ only in row pitch (16-byte against 128-byte
 #      multiples, benchmarks/row_pitch/pitch_grid.yaml; PITCH=0 skips it): benchmarks/row_pitch/;
 #   3. `hgemm tune` over the default grid, TILES tiles a family (default 2), with goals.md against
-#      issue 3's goals: the library in $OUT/tune (packed as tune.tgz), committed as benchmarks/tune/;
+#      the per-class goals: the library in $OUT/tune (packed as tune.tgz), committed as benchmarks/tune/;
 #   4. the library GPU tests (hgemm.matmul on random shapes);
 #   5. the tuned library on the quick grid's misaligned shapes with torch.compile max-autotune, the
 #      baseline that is strongest there (library_misaligned_tc.json).

@@ -198,7 +198,7 @@ def test_curve_groups_and_first_last():
 
 
 def test_goals_summary_from_the_h200_tune():
-    """Issue 3's per-class goals are judged from a real tune results file."""
+    """The per-class goals are judged from a real tune results file."""
     from hgemm.summary import goals_markdown
 
     results = json.loads((ROOT / "benchmarks" / "tune" / "bench.json").read_text())

@@ -91,7 +91,7 @@ def format_problem_prompt(
 ) -> str:
     """The prompt string for one problem; the completion that follows should be one candidate.
 
-    context: optional (candidate_text, speedup) examples for contrastive prompts (issue 7), shown in
+    context: optional (candidate_text, speedup) examples for contrastive prompts, shown in
     the order given; speedup is relative to the strongest baseline (1.0 = as fast), None if unmeasured."""
     body = describe_problem(problem, arch)
     if context:

@@ -139,7 +139,7 @@ def curve_keys(curves: list[dict]) -> dict[str, list[str]]:
 
 
 def first_last_table(curves: list[dict], keys: list[str]) -> tuple[list[str], list[list[str]]]:
-    """Mean of each column over the first and the last 20% of steps (issue 7's before/after view)."""
+    """Mean of each column over the first and the last 20% of steps (the before/after view of a run)."""
     # ceil(20%), as training.grpo.compare_phases writes into metrics.json, so the two views agree
     span = max(1, math.ceil(len(curves) * 0.2))
 

@@ -278,9 +278,9 @@ class GemmEvaluator:
         fresh = self.bind(kernel, cand.spec, problem, sets.A[0], sets.B[0], fresh_out, ws[m] if ws is not None else None)
         if self.options.fresh_outputs:
             rot = RotatingOutputs(n, bind)
-            return {"run": rot, "rotation": rot, "outs": outs, "last": rot.last, "fresh": fresh, "fresh_out": fresh_out}
+            return {"run": rot, "rotation": rot, "outs": outs, "fresh": fresh, "fresh_out": fresh_out}
         run, touched = tracked([bind(i, i) for i in range(n)])
-        return {"run": run, "rotation": None, "outs": outs, "last": None, "touched": touched, "fresh": fresh,
+        return {"run": run, "rotation": None, "outs": outs, "touched": touched, "fresh": fresh,
                 "fresh_out": fresh_out}
 
     def time_problem(self, problem: Problem, entries: list[Entry], results: dict[str, dict], seed: int) -> dict:
@@ -380,8 +380,8 @@ class GemmEvaluator:
     def _recheck(self, c: dict, sets: bl.Sets, problem: Problem, refs: dict, rng: random.Random) -> list[str]:
         """The full check of a sample of the outputs the timed runs wrote, each against the product of
         the input set that last wrote it."""
-        if c["last"] is not None:
-            written = {o: i for o, i in enumerate(c["last"]) if i >= 0}
+        if c["rotation"] is not None:
+            written = {o: i for o, i in enumerate(c["rotation"].last) if i >= 0}
         else:
             written = {i: i for i in c["touched"]}
         bad = []

@@ -178,17 +178,14 @@ class TaskEvaluator:
             outs = [poisoned_outputs() for _ in range(n + 1 if guarded else n)]
             bind = (lambda i, o, kernel=kernel, cand=cand, outs=outs:
                     self._bind(kernel, cand.spec, task, sizes, sets[i] | outs[o]))
+            rot, touched = None, None
             if guarded:
-                rot = RotatingOutputs(n, bind, content)
-                contenders[f"cand:{entry.name}"] = rot
-                last = rot.last
+                contenders[f"cand:{entry.name}"] = rot = RotatingOutputs(n, bind, content)
             else:
                 contenders[f"cand:{entry.name}"], touched = tracked([bind(i, i) for i in range(n)])
-                last = None
             fresh_out = poisoned_outputs()
             fresh = self._bind(kernel, cand.spec, task, sizes, sets[0] | fresh_out)
-            cands[entry.name] = {"outs": outs, "rotation": rot if guarded else None, "last": last,
-                                 "touched": None if guarded else touched, "fresh": (fresh, fresh_out)}
+            cands[entry.name] = {"outs": outs, "rotation": rot, "touched": touched, "fresh": (fresh, fresh_out)}
         contenders["torch"] = lambda i: task.compute(sets[i], sizes)
         rng = random.Random(seed)
 
@@ -224,7 +221,7 @@ class TaskEvaluator:
         torch_us = stats["torch"].median_us
         for name, c in cands.items():
             res = results[name]
-            written = ({o: i for o, i in enumerate(c["last"]) if i >= 0} if c["last"] is not None
+            written = ({o: i for o, i in enumerate(c["rotation"].last) if i >= 0} if c["rotation"] is not None
                        else {i: i for i in c["touched"]})
             bad = []
             for o in rng.sample(sorted(written), min(len(written), self.options.recheck_sets)):

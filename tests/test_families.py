@@ -611,17 +611,7 @@ def test_wgmma_all_variants_compile_clean(tmp_path):
     """Every variant, both layouts: no spills, no ignored setmaxnreg (C7508), no serialised wgmma, and
     registers that let one CTA of the kernel's block size fit an SM (65536 registers, 8-register steps)."""
     for p in wgmma.variants():
-        text = wgmma.render(p)
-        threads = parse_candidate(text).spec.block[0]
-        limit = min(255, 65536 // threads // 8 * 8)   # 384 threads (2 consumers): 168; 256: 255
-        for layout in ("NN", "TN"):
-            report = _compile(text, layout, tmp_path)
-            assert "C7508" not in report and "setmaxnreg" not in report, report
-            assert "serializ" not in report.lower(), report
-            spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", report)]
-            assert spills and not any(spills), f"{wgmma.name(p)} {layout} spills:\n{report}"
-            assert int(re.search(r"Used (\d+) registers", report).group(1)) <= limit, (wgmma.name(p), layout)
-            assert not any(int(x) for x in re.findall(r"(\d+) bytes gmem", report)), "module-scope state"
+        _assert_wgmma_compiles_clean(p, tmp_path)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
@@ -630,17 +620,21 @@ def test_two_wgmma_variants_compile_clean(tmp_path):
     the first one, and the first with one consumer warpgroup (the other register limit)."""
     vs = wgmma.variants()
     for p in (vs[0], next(v for v in vs if v["consumers"] == 1)):
-        text = wgmma.render(p)
-        threads = parse_candidate(text).spec.block[0]
-        limit = min(255, 65536 // threads // 8 * 8)
-        for layout in ("NN", "TN"):
-            report = _compile(text, layout, tmp_path)
-            assert "C7508" not in report and "setmaxnreg" not in report, report
-            assert "serializ" not in report.lower(), report
-            spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", report)]
-            assert spills and not any(spills), f"{wgmma.name(p)} {layout} spills:\n{report}"
-            assert int(re.search(r"Used (\d+) registers", report).group(1)) <= limit, (wgmma.name(p), layout)
-            assert not any(int(x) for x in re.findall(r"(\d+) bytes gmem", report)), "module-scope state"
+        _assert_wgmma_compiles_clean(p, tmp_path)
+
+
+def _assert_wgmma_compiles_clean(p, tmp_path) -> None:
+    text = wgmma.render(p)
+    threads = parse_candidate(text).spec.block[0]
+    limit = min(255, 65536 // threads // 8 * 8)   # 384 threads (2 consumers): 168; 256: 255
+    for layout in ("NN", "TN"):
+        report = _compile(text, layout, tmp_path)
+        assert "C7508" not in report and "setmaxnreg" not in report, report
+        assert "serializ" not in report.lower(), report
+        spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", report)]
+        assert spills and not any(spills), f"{wgmma.name(p)} {layout} spills:\n{report}"
+        assert int(re.search(r"Used (\d+) registers", report).group(1)) <= limit, (wgmma.name(p), layout)
+        assert not any(int(x) for x in re.findall(r"(\d+) bytes gmem", report)), "module-scope state"
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")

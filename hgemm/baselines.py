@@ -55,6 +55,7 @@ class Baseline:
 
 def _cublas_call(problem: Problem, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> Callable[[], None]:
     """Row-major C = A @ op(B) as column-major C^T = op(B)^T @ A^T: swap operands, no copies."""
+    # CuPy, only for the baselines that call cuBLAS through it
     from cupy.cuda import device as cp_device
     from cupy_backends.cuda.libs import cublas
 
@@ -133,7 +134,7 @@ def make_pad8_cublas(problem: Problem, sets: Sets) -> Baseline | None:
 def make_cublaslt(problem: Problem, sets: Sets, tuned: bool) -> Baseline | None:
     """cuBLASLt via nvmath-python. One Matmul object per buffer set (operands are bound at creation)."""
     try:
-        from nvmath.linalg.advanced import Matmul, MatmulPlanPreferences
+        from nvmath.linalg.advanced import Matmul, MatmulPlanPreferences  # nvmath-python: the cuBLASLt baselines only
     except ImportError as e:
         warnings.warn(f"cublaslt baseline unavailable: {e}", stacklevel=2)
         return None

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Callable
 
 from . import __version__
-from .compile import detect_arch, name_source
+from .bench import run_bench
+from .compile import name_source
 from .entry import BASELINES, TIMING_METHODS, EvalOptions
 from .files import UnreadableFile, read_user_text
+from .library import Library
+from .pool import compile_all, visible_gpus
 from .problem import GridError, Problem, load_grid, select_problems
+from .summary import goals_markdown, markdown
+from .tune import tune
 
 
 def user_error(what: str) -> SystemExit:
@@ -49,8 +53,6 @@ def candidate_files(path: str) -> list[tuple[str, str]]:
 
 
 def cmd_check(args) -> int:
-    from .pool import compile_all
-
     failed = 0
     paths = [f for path in args.files for f in candidate_paths(path)]
     named = [(f.stem, _read_text(f)) for f in paths]  # every file read before any compile starts
@@ -69,51 +71,6 @@ def cmd_check(args) -> int:
     return 1 if failed else 0
 
 
-def run_bench(named: list[tuple[str, str]], problems, options: EvalOptions, arch: str | None = None,
-              progress: bool = True, select: Callable[[Problem, str], bool] | None = None) -> dict:
-    """Compile everything, then (where a GPU is visible) evaluate every problem. Library entry point
-    of `hgemm bench`, also used by the tune and bench stages. `select(problem, name)` limits which
-    candidates run on which problem (default: all on all)."""
-    chosen = (lambda p, n: True) if select is None else select
-    from .envinfo import environment
-    from .pool import EvaluationPool, compile_all, visible_gpus
-
-    layouts = tuple(sorted({p.layout for p in problems}))
-    compiled = compile_all(named, layouts, arch, sass=True)
-    cand_info = {name: info for (name, _), (_, info) in zip(named, compiled)}
-    entries = [e for e, _ in compiled if e is not None]
-    gpus = visible_gpus()
-    out = {"env": environment(options.timing_method), "options": options.to_dict(), "arch": arch or detect_arch(),
-           "gpu_run": bool(gpus), "candidates": cand_info, "problems": []}
-    if not gpus:
-        out["note"] = "compiled, not run: no GPU visible"
-        for p in problems:
-            out["problems"].append({"problem": p.to_dict(), "candidates": {
-                name: ({"status": "compiled"} if info["status"] == "compiled" else info)
-                for name, info in cand_info.items() if chosen(p, name)}})
-        return out
-    jobs = [(p, [e for e in entries if p.layout in e.cubins and chosen(p, e.name)]) for p in problems]
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(jobs), desc="problems", file=sys.stderr)
-    with EvaluationPool(options, gpus) as pool:
-        results = pool.run(jobs, progress=bar.update if bar else None)
-        out["worker_restarts"] = pool.restarts
-        out["gpus_used"] = list(pool.gpus)  # one worker process per GPU
-        out["ceilings"] = pool.ceilings
-    if bar:
-        bar.close()
-    for p, res in zip(problems, results):
-        # compile failures are results too, so every candidate appears on every problem
-        for name, info in cand_info.items():
-            if info["status"] != "compiled" and chosen(p, name):
-                res["candidates"][name] = info
-        out["problems"].append(res)
-    return out
-
-
 def _problems_and_options(args) -> tuple[list[Problem], EvalOptions]:
     problems = select_problems(load_grid(args.grid), args.classes, args.limit, where=args.grid)
     options = EvalOptions(reps=args.reps, timing=not args.no_timing, torch_compile=args.torch_compile,
@@ -125,8 +82,6 @@ def _problems_and_options(args) -> tuple[list[Problem], EvalOptions]:
 
 def library_candidates(path: str, problems: list[Problem]) -> tuple[list[tuple[str, str]], Callable]:
     """The library's choice for every problem, as bench candidates named `library:<kernel>`."""
-    from .library import Library
-
     if not (Path(path) / "table.json").is_file():
         raise user_error(f"{path}: not a tuned library (no table.json; `hgemm tune --out {path}` writes one)")
     lib = Library(path)
@@ -136,8 +91,6 @@ def library_candidates(path: str, problems: list[Problem]) -> tuple[list[tuple[s
 
 
 def cmd_bench(args) -> int:
-    from .summary import markdown
-
     if bool(args.kernels) == bool(args.library):
         args.parser.error("give exactly one of --kernels or --library")
     problems, options = _problems_and_options(args)
@@ -157,9 +110,6 @@ def cmd_bench(args) -> int:
 
 
 def cmd_tune(args) -> int:
-    from .pool import visible_gpus
-    from .tune import tune
-
     problems, options = _problems_and_options(args)
     if not visible_gpus():
         # on a CPU a tune compiles every shortlisted variant for minutes and then keeps none: say so at once
@@ -174,8 +124,6 @@ def cmd_tune(args) -> int:
 def cmd_summarize(args) -> int:
     """Markdown again from a results file already on disk (no GPU): after a change to the summaries, or
     on a machine that only has the committed JSON."""
-    from .summary import goals_markdown, markdown
-
     try:
         results = json.loads(_read_text(Path(args.results)))
     except json.JSONDecodeError as e:

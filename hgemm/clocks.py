@@ -43,7 +43,7 @@ class ClockProbe:
         if not pci_bus_id:
             return
         try:
-            import pynvml
+            import pynvml  # NVML bindings, GPU machines only
 
             pynvml.nvmlInit()
             self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)

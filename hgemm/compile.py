@@ -15,10 +15,16 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .candidate import Candidate
+
+try:
+    import nvidia  # namespace package of the PyPI CUDA wheels (nvidia-cuda-nvcc, ...), where installed
+except ImportError:
+    nvidia = None
 
 DEFAULT_ARCH = "sm_90a"  # the H200 this project targets; used when no GPU can be asked
 BASE_FLAGS = ("-O3", "-std=c++17", "-lineinfo")
@@ -66,14 +72,9 @@ def find_cuda_tool(name: str) -> str | None:
     for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if root and Path(root, "bin", name).exists():
             return str(Path(root, "bin", name))
-    try:
-        import nvidia  # namespace package of the PyPI CUDA wheels
-
-        for base in nvidia.__path__:
-            for cand in Path(base).glob(f"*/bin/{name}"):
-                return str(cand)
-    except ImportError:
-        pass
+    for base in nvidia.__path__ if nvidia is not None else ():
+        for cand in Path(base).glob(f"*/bin/{name}"):
+            return str(cand)
     return None
 
 
@@ -158,8 +159,6 @@ def compile_candidate(
     timeout: float = COMPILE_TIMEOUT_S,
 ) -> CompileResult:
     """Compile one candidate for one layout. Never raises for a bad kernel: see CompileResult.ok/error."""
-    import time
-
     arch = arch or detect_arch()
     flags = list(BASE_FLAGS) + [gencode(arch), "-Xptxas", "-v"] + list(extra_flags)
     if layout == "TN":

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 
 from .candidate import GEMM_VARIABLES, SpecError, parse_candidate
 from .compile import compile_candidate
+from .sass import profile
 
 # Input distributions of the correctness checks (hgemm.verify draws them).
 DISTRIBUTIONS = ("normal", "uniform_pos", "small_int")
@@ -89,7 +90,5 @@ def compile_entry(name: str, text: str, layouts=("NN", "TN"), arch: str | None =
         cubins[layout] = r.cubin_path
         resources[layout] = asdict(r.resources)
         if sass:
-            from .sass import profile
-
             resources[layout]["sass"] = profile(r.cubin_path, cand.spec.entry)
     return Entry(name, text, cubins, resources, tuple(variables)), {"status": "compiled", "resources": resources, "compile_s": seconds}

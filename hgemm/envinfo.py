@@ -61,7 +61,7 @@ def environment(timing_method: str | None = None) -> dict:
         "git_commit": git_commit(),
     }
     try:
-        import torch
+        import torch  # for its CUDA version only; the rest of this record needs no torch
 
         env["torch_cuda"] = torch.version.cuda
     except ImportError:

@@ -22,7 +22,9 @@ from .entry import Entry, EvalOptions
 from .params import (gemm_param_buffer, gemm_params, output_params, pack_params, param_layout, patch_params,
                      workspace_to_zero)
 from .problem import Problem, TaskProblem
-from .runtime import KernelLaunchError, LoadedKernel, Utilities, device_properties, synchronize, utility_candidate
+from .evaluate_task import TaskEvaluator
+from .runtime import (ContextLost, KernelLaunchError, LoadedKernel, Utilities, device_properties, synchronize,
+                      utility_candidate)
 from .rotation import FRESH_RATIO, FRESH_SLACK_US, RotatingOutputs, SampledReference
 from .timing import Timer, queued_launch_us, single_launch_us, tracked
 from .verify import GuardedBuffer, check_output, problem_inputs, random_tensor, reference
@@ -38,10 +40,6 @@ def _rows(count: int, elems: int) -> torch.Tensor:
     return torch.empty((count, stride), dtype=torch.float16, device="cuda")[:, :max(1, elems)]
 
 
-class ContextLost(RuntimeError):
-    """The CUDA context is unusable (sticky fault); the process must be replaced."""
-
-
 class GemmEvaluator:
     def __init__(self, options: EvalOptions | None = None):
         self.options = options or EvalOptions()
@@ -52,9 +50,9 @@ class GemmEvaluator:
         self.util = Utilities(util.cubin_path, self.props)
         self.clocks = ClockProbe(self.props.get("pci_bus_id"))
         self._kernels: dict[tuple[str, str], LoadedKernel] = {}
-        self._tasks = None  # the general-task evaluator, made on first use
         torch.backends.cuda.matmul.allow_tf32 = False  # the reference must be true fp32/fp64
         torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+        self._tasks = TaskEvaluator(self)  # general tasks: the same device, utilities and kernel cache
 
     def ceilings(self) -> dict:
         """This GPU's measured ceilings, for roofline comparisons in the same run: device-to-device
@@ -188,15 +186,13 @@ class GemmEvaluator:
         return {"status": "ok", "checks": checks, "launch_us": launch_us}
 
     # -- one problem, many candidates -----------------------------------------------------------
-    def run_problem(self, problem: Problem | TaskProblem, entries: list[Entry], emit: Callable[[str, dict], None]) -> dict:
+    def run_problem(self, problem: Problem | TaskProblem, entries: list[Entry], emit: Callable[[str, dict], None],
+                    task=None) -> dict:
         """Verify every entry, then time the verified ones with the baselines. Calls emit('begin', ...)
-        before touching a candidate so a supervisor can attribute a hang or crash to it."""
+        before touching a candidate so a supervisor can attribute a hang or crash to it. A TaskProblem
+        needs its task (kernels_corpus.tasks.base.KernelTask), which the caller resolves."""
         if isinstance(problem, TaskProblem):
-            if self._tasks is None:
-                from .evaluate_task import TaskEvaluator
-
-                self._tasks = TaskEvaluator(self)
-            return self._tasks.run_problem(problem, entries, emit)
+            return self._tasks.run_problem(problem, task, entries, emit)
         opts = self.options
         seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(4), "little")
         results: dict[str, dict] = {}

@@ -1,4 +1,7 @@
-"""Evaluate candidates for a general kernel task (kernels_corpus.tasks) on this process's GPU.
+"""Evaluate candidates for a general kernel task on this process's GPU.
+
+The task itself (a kernels_corpus.tasks.base.KernelTask: ABI, inputs, torch reference, tolerances)
+comes with the job; the instrument reads its interface and never looks a task up.
 
 The same guards as for GEMMs, with the task's own ABI: fresh random inputs (several seeds), poisoned
 outputs, guard bands around every buffer, inputs checked unchanged, a float64 reference from the
@@ -22,10 +25,10 @@ from .candidate import SpecError, parse_candidate
 from .entry import Entry
 from .params import Param, pack_params
 from .problem import TaskProblem
-from .runtime import LoadedKernel, synchronize
+from .runtime import ContextLost, LoadedKernel, synchronize
 from .rotation import FRESH_RATIO, FRESH_SLACK_US, RotatingOutputs
 from .timing import Timer, queued_launch_us, tracked
-from .verify import GuardedBuffer
+from .verify import GuardedBuffer, torch_dtype, upcast_float64
 
 CHECK_SEEDS = 3  # independent input draws per verification
 MAX_TASK_SETS = 64  # buffer sets for timing; tasks' inputs are cloned, not redrawn, so keep it modest
@@ -79,8 +82,6 @@ class TaskEvaluator:
         return lambda: kernel.launch(grid, block, buf, smem)
 
     def verify(self, entry: Entry, task, sizes: dict, seed: int) -> dict:
-        from kernels_corpus.tasks.base import torch_dtype, upcast_float64
-
         cand = parse_candidate(entry.text, entry.variables)
         kernel = self.gemm._kernel(entry.cubins["NN"], cand.spec.entry)
         launch_us, checks = 0.0, []
@@ -118,10 +119,11 @@ class TaskEvaluator:
                 return {"status": "wrong", "error": "; ".join(problems), "checks": checks, "launch_us": launch_us}
         return {"status": "ok", "checks": checks, "launch_us": launch_us}
 
-    def run_problem(self, problem: TaskProblem, entries: list[Entry], emit) -> dict:
-        from kernels_corpus.tasks import get_task
-
-        task = get_task(problem.task)
+    def run_problem(self, problem: TaskProblem, task, entries: list[Entry], emit) -> dict:
+        """As GemmEvaluator.run_problem, for `task` (the problem's task) at the problem's sizes."""
+        if task is None or task.name != problem.task:
+            raise ValueError(f"problem {problem.key} needs its task {problem.task!r} with the job, "
+                             f"got {getattr(task, 'name', None)!r}")
         sizes = problem.variables()
         seed = self.options.seed if self.options.seed is not None else int.from_bytes(os.urandom(4), "little")
         results = {}
@@ -135,8 +137,6 @@ class TaskEvaluator:
             results[entry.name] = res
             emit("verified", {"index": idx, "result": res})
             if res.get("sticky"):
-                from .evaluate import ContextLost
-
                 raise ContextLost(res["error"])
         out = {"problem": problem.to_dict(), "candidates": results, "seed": seed}
         if self.options.timing and any(r["status"] == "ok" for r in results.values()):
@@ -145,8 +145,6 @@ class TaskEvaluator:
         return out
 
     def _time(self, task, sizes: dict, entries: list[Entry], results: dict, seed: int) -> dict:
-        from kernels_corpus.tasks.base import torch_dtype, upcast_float64
-
         # a few independent draws, each cloned into several sets: enough sets for a cold L2, and
         # outputs that rotate across draws (hgemm.rotation), so a stale output is a wrong one
         draws = [{n: t.to("cuda") for n, t in task.make_inputs(sizes, torch.Generator().manual_seed((seed ^ 0x5EED) + d)).items()}

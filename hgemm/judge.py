@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .candidate import GEMM_VARIABLES
 from .entry import STATUSES, EvalOptions, compile_entry
+from .pool import EvaluationPool, visible_gpus
 from .problem import Problem, TaskProblem
 
 
@@ -26,19 +27,23 @@ def worst_status(statuses: list[str]) -> str:
     return min(ranked, key=STATUSES.index) if ranked else (statuses[0] if statuses else "ok")
 
 
-def _variables(problem) -> tuple[str, ...]:
-    if isinstance(problem, TaskProblem):
-        from kernels_corpus.tasks import get_task
+def task_of(problem):
+    """The general task (kernels_corpus.tasks) a TaskProblem is a size of; None for a GEMM problem."""
+    if not isinstance(problem, TaskProblem):
+        return None
+    from kernels_corpus.tasks import get_task  # the task suite imports torch
 
-        return tuple(get_task(problem.task).variables)
-    return GEMM_VARIABLES
+    return get_task(problem.task)
+
+
+def _variables(problem) -> tuple[str, ...]:
+    task = task_of(problem)
+    return GEMM_VARIABLES if task is None else tuple(task.variables)
 
 
 class KernelJudge:
     def __init__(self, options: EvalOptions | None = None, gpu: bool | None = None, arch: str | None = None,
                  verify_timeout_s: float = 60.0, timing_timeout_s: float = 600.0, compile_workers: int | None = None):
-        from .pool import visible_gpus
-
         self.options = options or EvalOptions()
         self.gpu = bool(visible_gpus()) if gpu is None else gpu
         self.arch = arch
@@ -49,8 +54,6 @@ class KernelJudge:
     @property
     def pool(self):
         if self._pool is None:
-            from .pool import EvaluationPool
-
             self._pool = EvaluationPool(self.options, **self._pool_kw)
         return self._pool
 
@@ -96,7 +99,8 @@ class KernelJudge:
                     v["results"].append({"problem": p.to_dict(), "status": "compiled"})
         if by_problem:
             keys = list(by_problem)
-            outs = self.pool.run([(p, [e for _, e in by_problem[p]]) for p in keys])
+            # the instrument gets each task itself, resolved here (the kernels layer owns the suite)
+            outs = self.pool.run([(p, [e for _, e in by_problem[p]], task_of(p)) for p in keys])
             for p, out in zip(keys, outs):
                 for i, entry in by_problem[p]:
                     r = dict(out["candidates"].get(entry.name, {"status": "harness_error", "error": "no result"}))

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .candidate import Candidate, SpecError, parse_candidate
+from .compile import compile_candidate
+from .params import gemm_param_buffer, operand_shape, workspace_to_zero
 from .problem import Problem
 
 log = logging.getLogger("hgemm.library")
@@ -96,8 +98,6 @@ def measured_kernels(folder: str | Path | None) -> dict[str, list[tuple[str, flo
 def tma_compatible(cand: Candidate, problem: Problem) -> bool:
     """TMA needs every described operand's row pitch to be a multiple of 16 bytes (8 fp16); a staged
     operand is read from a padded copy, whose pitch always is."""
-    from .params import operand_shape
-
     return all(t.staged or operand_shape(t.operand, problem)[2] % 8 == 0 for t in cand.spec.tensor_maps)
 
 
@@ -112,7 +112,7 @@ def matmul(A, B, library: Library | None = None):
     B may be K x N contiguous (layout NN) or the transpose of a contiguous N x K tensor (TN, e.g. an
     nn.Linear weight `.t()`): no copy either way. Anything else falls back to torch.matmul with a
     logged reason (and, on a machine without a GPU, one warning a process)."""
-    import torch
+    import torch  # on the first call: `import hgemm` stays free of torch
 
     global _default
     reason = _unsupported(A, B)
@@ -137,7 +137,7 @@ def matmul(A, B, library: Library | None = None):
 
 
 def _fall_back(A, B, reason: str):
-    import torch
+    import torch  # on first use, as in matmul
 
     global _warned_no_gpu
     log.info("hgemm.matmul falls back to torch.matmul: %s", reason)
@@ -150,7 +150,7 @@ def _fall_back(A, B, reason: str):
 
 
 def _unsupported(A, B) -> str | None:
-    import torch
+    import torch  # on first use, as in matmul
 
     if not (isinstance(A, torch.Tensor) and isinstance(B, torch.Tensor)):
         return "operands are not tensors"
@@ -177,11 +177,9 @@ def _unsupported(A, B) -> str | None:
 
 def _launch(lib: Library, problem: Problem, A, B, C) -> None:
     """Compile (cached on disk) and load the chosen kernel once per (kernel, layout), then launch."""
-    import torch
+    import torch  # on first use, as in matmul
 
-    from .compile import compile_candidate
-    from .params import gemm_param_buffer, workspace_to_zero
-    from .runtime import LoadedKernel, device_properties
+    from .runtime import LoadedKernel, device_properties  # loads PyCUDA and initialises CUDA
 
     choice = lib.lookup(problem)
     key = (choice.name, problem.layout)

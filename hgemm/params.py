@@ -14,6 +14,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from . import tensormap
 from .candidate import SpecError
 
 
@@ -160,8 +161,6 @@ def gemm_params(spec, problem, A, B, C, W=None) -> list[Param]:
               Param("i", problem.M), Param("i", problem.N), Param("i", problem.K), Param("i", problem.batch),
               Param("P", W.data_ptr() if W is not None else 0)]
     if spec.tensor_maps:
-        from . import tensormap
-
         operands = {"A": A, "B": B, "C": C}
         staged = {s.operand: s for s in staged_operands(spec, problem)}
         if staged:

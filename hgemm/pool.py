@@ -5,7 +5,8 @@ the process. None of that may stop a training stage, so GPU work happens in chil
 parent compiles on all CPU cores, hands each worker one problem with its candidates, and watches the
 messages the worker sends as it goes. A worker that goes silent past its deadline is killed; one
 that dies is replaced; the candidate it was on is classified `timeout` or `crash`, and the rest of
-the job is given to the fresh worker.
+the job is given to the fresh worker. A job for a general task also carries the task itself, as the
+caller resolved it (a task pickles by name: kernels_corpus.tasks).
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ def compile_all(named_texts: list[tuple[str, str]], layouts=("NN", "TN"), arch: 
 
 def _worker_main(gpu: int, options: dict, jobs: mp.Queue, out: mp.Queue, wid: int) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before any CUDA library loads
-    from .evaluate import ContextLost, GemmEvaluator
+    # evaluate and runtime load torch and PyCUDA and initialise CUDA: only here, in the worker
+    from .evaluate import GemmEvaluator
+    from .runtime import ContextLost
 
     def emit(kind: str, payload: dict) -> None:
         out.put((wid, kind, payload))
@@ -71,9 +74,9 @@ def _worker_main(gpu: int, options: dict, jobs: mp.Queue, out: mp.Queue, wid: in
         job = jobs.get()
         if job is None:
             return
-        problem, entries = job
+        problem, entries, task = job
         try:
-            result = evaluator.run_problem(problem, entries, emit)
+            result = evaluator.run_problem(problem, entries, emit, task)
             emit("done", {"result": result})
         except ContextLost:
             return  # the parent sees the exit and replaces this process
@@ -88,6 +91,7 @@ class _JobState:
     index: int
     problem: Problem
     entries: list[Entry]
+    task: object = None  # a TaskProblem's task (kernels_corpus.tasks.base.KernelTask)
     final: dict = field(default_factory=dict)  # name -> result fixed by the supervisor (timeout/crash)
     verified: dict = field(default_factory=dict)
 
@@ -177,9 +181,11 @@ class EvaluationPool:
         job.entries, job.verified = remaining, {}
         return job
 
-    def run(self, jobs: list[tuple[Problem, list[Entry]]], progress=None) -> list[dict]:
-        """Evaluate every (problem, entries) job; one result dict per job, in order."""
-        pending = deque(_JobState(i, p, list(es)) for i, (p, es) in enumerate(jobs))
+    def run(self, jobs: list[tuple], progress=None) -> list[dict]:
+        """Evaluate every (problem, entries) job, or (problem, entries, task) for a TaskProblem; one
+        result dict per job, in order."""
+        pending = deque(_JobState(i, problem, list(entries), *task)
+                        for i, (problem, entries, *task) in enumerate(jobs))
         results: list[dict | None] = [None] * len(jobs)
         done = 0
         while done < len(jobs):
@@ -193,7 +199,7 @@ class EvaluationPool:
                             progress(1)
                         continue
                     w.job, w.phase, w.current, w.last_seen = job, "verify", -1, time.monotonic()
-                    w.jobs.put((job.problem, job.entries))
+                    w.jobs.put((job.problem, job.entries, job.task))
             try:
                 wid, kind, payload = self.out.get(timeout=0.5)
             except queue.Empty:

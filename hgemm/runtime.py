@@ -18,11 +18,15 @@ torch.cuda.init()
 import pycuda.autoprimaryctx  # noqa: E402,F401  (pushes the primary context of device 0)
 import pycuda.driver as cuda  # noqa: E402
 
-from .candidate import Candidate  # noqa: E402
+from .candidate import Candidate, parse_candidate  # noqa: E402
 
 STICKY_MARKERS = ("illegal address", "illegal instruction", "misaligned address", "unspecified launch failure",
                   "hardware stack error", "invalid program counter", "exception", "launch timed out",
                   "an illegal memory access", "LAUNCH_FAILED")
+
+
+class ContextLost(RuntimeError):
+    """The CUDA context is unusable (sticky fault); the process must be replaced."""
 
 
 class KernelLaunchError(RuntimeError):
@@ -74,7 +78,7 @@ def _param_layout(cubin_path: str, entry: str) -> list[tuple[int, int]] | None:
     12.4+), or None where the query is unavailable. PyCUDA does not expose the query, so the cubin is
     loaded a second time through cuda.bindings, in the same (current) context, just to ask."""
     try:
-        from cuda.bindings import driver as cu
+        from cuda.bindings import driver as cu  # a second set of CUDA bindings, only for this query
     except ImportError:
         return None
     if not hasattr(cu, "cuFuncGetParamInfo"):  # bindings older than CUDA 12.4
@@ -176,7 +180,5 @@ class Utilities:
 
 
 def utility_candidate() -> Candidate:
-    from .candidate import parse_candidate
-
     spec = "/*@launch\nentry: hgemm_spin\nblock: 1\ngrid: 1\n@*/\n"
     return parse_candidate(spec + _UTILITY_SOURCE)

@@ -12,7 +12,7 @@ import struct
 def encode_tiled(ptr: int, dims: list[int], strides: list[int], box: list[int], swizzle: int) -> bytes:
     """A tiled fp16 tensor map of any rank: dims and box innermost first, strides in bytes for dims 1..;
     ValueError if the driver refuses it."""
-    from cuda.bindings import driver as cu
+    from cuda.bindings import driver as cu  # the CUDA driver bindings, on first use only
 
     sw = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[swizzle]
     # The bindings take cuuint64_t / cuuint32_t objects, not plain ints.

@@ -7,8 +7,8 @@ verified and timed together with the baselines (one interleaved run), so every w
 against the strongest baseline in the same run.
 
 Output folder: table.json (the dispatch table), kernels/<name>.cu (the winners and the reference
-kernels), bench.json (the raw evaluation in `hgemm bench` format), summary.md, goals.md (against issue
-3's targets).
+kernels), bench.json (the raw evaluation in `hgemm bench` format), summary.md, goals.md (against the
+per-class targets of hgemm.summary).
 
 The tensor-core reference kernels (REFERENCES) are timed on every shape too. They are the generic
 fallback, and the kernels a small model writes whole: rl_hgemm shows them, with their measured speedup,
@@ -21,8 +21,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kernels_corpus.families import FAMILIES
+
+from .bench import run_bench
+from .candidate import parse_spec
 from .entry import EvalOptions
+from .params import operand_shape
+from .pool import compile_all
 from .problem import Problem
+from .summary import goals_markdown, markdown
 
 NUM_SMS = 132  # H200; the estimate only ranks variants, the GPU decides
 REFERENCE_FALLBACK = "reference_mma_sync"
@@ -65,16 +72,12 @@ def estimate(params: dict, problem: Problem) -> float:
 
 def _pitch_off_128_bytes(problem: Problem) -> bool:
     """An operand's rows start off 128-byte lines: every TMA box row then spans one more sector."""
-    from .params import operand_shape
-
     return any(operand_shape(op, problem)[2] % 64 for op in "AB")
 
 
 def shortlist(problem: Problem, tiles_per_family: int = DEFAULT_TILES, stages_per_tile: int = 2) -> list[tuple[str, str]]:
     """(name, text) of the variants worth timing on this problem: per family, the best-ranked distinct
     tile shapes, each with its deepest pipelines (the estimate cannot see latency hiding, the GPU can)."""
-    from kernels_corpus.families import FAMILIES
-
     chosen = []
     for fam in FAMILIES:
         by_tile: dict[tuple, list] = {}
@@ -91,8 +94,6 @@ def shortlist(problem: Problem, tiles_per_family: int = DEFAULT_TILES, stages_pe
 
 
 def _layout_ok(text: str, layout: str) -> bool:
-    from .candidate import parse_spec
-
     return layout in parse_spec(text).layouts
 
 
@@ -107,10 +108,6 @@ def resources_ok(info: dict) -> bool:
 def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | None = None,
          tiles_per_family: int = DEFAULT_TILES, arch: str | None = None, progress: bool = True) -> dict:
     """Evaluate shortlisted variants on every problem; write the dispatch table and the winners."""
-    from .cli import run_bench
-    from .pool import compile_all
-    from .summary import goals_markdown, markdown
-
     out_dir = Path(out_dir)
     (out_dir / "kernels").mkdir(parents=True, exist_ok=True)
     root = Path(__file__).resolve().parent.parent

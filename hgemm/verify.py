@@ -136,3 +136,18 @@ def problem_inputs(problem: Problem, distribution: str, gen: torch.Generator, de
     A.tensor.copy_(random_tensor(problem.a_shape, distribution, gen, device))
     B.tensor.copy_(random_tensor(problem.b_shape, distribution, gen, device))
     return A, B
+
+
+# ----------------------------------------------------------------------------- general tasks' tensors
+
+TASK_DTYPES = {"float16": torch.float16, "float32": torch.float32, "int32": torch.int32, "int64": torch.int64}
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    """The torch dtype of a task tensor's dtype name (kernels_corpus.tasks.base.TENSOR_DTYPES)."""
+    return TASK_DTYPES[name]
+
+
+def upcast_float64(inputs: dict) -> dict:
+    """Floating tensors to float64, integer tensors (indices) unchanged: a task reference's inputs."""
+    return {k: v.to(torch.float64) if v.is_floating_point() else v for k, v in inputs.items()}

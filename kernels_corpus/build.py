@@ -100,11 +100,11 @@ def split_of(doc, seed: int, validation_fraction: float) -> str:
 
 def token_counter(path: str | None):
     if path:
-        from transformers import AutoTokenizer
+        from transformers import AutoTokenizer  # heavy: only to count a model tokenizer's tokens
 
         tok = AutoTokenizer.from_pretrained(harvest.resolve_project_path(path))
         return lambda text: len(tok.encode(text, add_special_tokens=False)), f"tokens ({path})"
-    from tokenizers.pre_tokenizers import ByteLevel
+    from tokenizers.pre_tokenizers import ByteLevel  # HF tokenizers, only when tokens are counted
 
     pre = ByteLevel(add_prefix_space=False)
     return lambda text: len(pre.pre_tokenize_str(text)), PRETOKEN_UNIT
@@ -112,7 +112,7 @@ def token_counter(path: str | None):
 
 def build_corpus(cfg: CorpusConfig, out_dir: str | Path, progress: bool = True) -> dict:
     """Build and save the corpus; returns the metrics for the stage's metrics.json."""
-    from datasets import Dataset, DatasetDict, Features, Value
+    from datasets import Dataset, DatasetDict, Features, Value  # heavy (pyarrow, pandas): only to write the corpus
 
     start = time.perf_counter()
     out_dir = Path(out_dir)

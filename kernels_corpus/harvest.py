@@ -12,11 +12,16 @@ import glob
 import importlib
 import importlib.metadata as md
 import logging
+import random
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
+
+from hgemm.candidate import SpecError, parse_spec
+from hgemm.problem import load_grid
+from kernels_corpus.framing import CANDIDATE_TOKEN, END_TOKEN, PROBLEM_TOKEN, format_training_example, reference_block
 
 log = logging.getLogger(__name__)
 
@@ -200,8 +205,6 @@ def harvest_reference(patterns: list[str], skips: Counter, framings: int = 0, se
 
     The references are the shortest complete candidates the project has (~1k tokens, against ~4k for a
     tuned family variant), so they are what a small model can learn to write whole within its context."""
-    import random
-
     version = project_version()
     files = sorted({f for p in patterns for f in glob.glob(resolve_project_path(p))})
     texts = {}
@@ -213,8 +216,6 @@ def harvest_reference(patterns: list[str], skips: Counter, framings: int = 0, se
         yield Document(text, "reference", PROJECT_PACKAGE, version, rel, PROJECT_LICENCE)
         if framings <= 0 and context_framings <= 0:
             continue
-        from training.prompts import format_training_example
-
         rng = random.Random(f"{seed}:{rel}")
         problems = _framing_problems(text)
         for problem in rng.sample(problems, min(framings, len(problems))):
@@ -230,7 +231,7 @@ def harvest_reference(patterns: list[str], skips: Counter, framings: int = 0, se
                            PROJECT_LICENCE)
 
 
-# Seed kernels are framed the way the model is prompted (training.prompts): a problem, then the
+# Seed kernels are framed the way the model is prompted (kernels_corpus.framing): a problem, then the
 # candidate, then <|end|>. A model pretrained on bare kernels never learns to answer a prompt, and RL
 # then sees only parse errors (seen on the H200: every sample of the unframed gpu-quick run failed to parse).
 FRAMING_GRID = PROJECT_ROOT / "configs" / "grids" / "default.yaml"
@@ -246,9 +247,6 @@ def _shape_class_for(name: str) -> str | None:
 
 def _framing_problems(text: str) -> list:
     """Grid problems whose layout the candidate implements (NN when its spec does not parse)."""
-    from hgemm.candidate import SpecError, parse_spec
-    from hgemm.problem import load_grid
-
     try:
         layouts = parse_spec(text).layouts
     except SpecError:  # not a valid candidate: still a kernel worth reading, framed for an NN problem
@@ -258,8 +256,6 @@ def _framing_problems(text: str) -> list:
 
 def frame_family_variant(name: str, text: str, rng) -> str:
     """`text` as the answer to a prompt for a grid problem it implements (same layout, its family's class)."""
-    from training.prompts import format_training_example
-
     problems = _framing_problems(text)
     cls = _shape_class_for(name)
     preferred = [p for p in problems if p.shape_class == cls] if cls else [
@@ -270,8 +266,6 @@ def frame_family_variant(name: str, text: str, rng) -> str:
 def frame_task_solution(task, show_reference: bool = False) -> str:
     """The task's solution as the answer to its prompt; show_reference: with the solution also shown in
     the prompt, as rl_general's prompts show it (tasks.show_reference)."""
-    from training.prompts import CANDIDATE_TOKEN, END_TOKEN, PROBLEM_TOKEN, reference_block
-
     body = task.prompt(list(task.sizes[:2]))
     if show_reference:
         body += "\n" + reference_block(task.solution)
@@ -279,8 +273,6 @@ def frame_task_solution(task, show_reference: bool = False) -> str:
 
 
 def harvest_family_variants(n: int, seed: int, missing: list[str], framed: bool = True) -> Iterator[Document]:
-    import random
-
     if n <= 0:
         return
     sample_variants = _lazy("kernels_corpus.families", "sample_variants", missing)

@@ -1,7 +1,7 @@
 """The tokenizer: a byte-level BPE trained on the CUDA corpus, or a base model's tokenizer, plus format tokens.
 
 Byte-level so that any kernel text (odd whitespace, non-ASCII comments) round-trips exactly. The special tokens
-frame the prompt/candidate format the later stages use: `<|problem|> ... <|candidate|> ... <|end|>`.
+frame the prompt/candidate format of kernels_corpus/framing.py: `<|problem|> ... <|candidate|> ... <|end|>`.
 Outputs in `out_dir`: the transformers tokenizer files (save_pretrained, loadable with AutoTokenizer),
 `stats.json` and `stats.md` (tokens per source and licence, bytes per token); the stage writes metrics.json.
 """
@@ -20,10 +20,9 @@ from typing import Iterable, Iterator
 from tqdm import tqdm
 
 from hgemm.files import atomic_write_text, config_hash, write_json
+from kernels_corpus.framing import SPECIAL_TOKENS as FORMAT_TOKENS
 from kernels_corpus.harvest import resolve_project_path
 
-PROBLEM, CANDIDATE, END = "<|problem|>", "<|candidate|>", "<|end|>"
-FORMAT_TOKENS = (PROBLEM, CANDIDATE, END)
 ROLE_TOKENS = {"bos_token": "<|bos|>", "eos_token": "<|eos|>", "pad_token": "<|pad|>"}
 
 
@@ -45,6 +44,7 @@ def _batches(texts: list[str], size: int) -> Iterator[list[str]]:
 
 def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2, progress: bool = True):
     """A byte-level BPE trained with HF tokenizers, wrapped as a transformers PreTrainedTokenizerFast."""
+    # tokenizers and transformers load only where a tokenizer is made (seconds of import for transformers)
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -70,7 +70,7 @@ def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2, pro
 
 def from_base_model(path: str):
     """The base model's tokenizer with the format tokens (and any missing role tokens) added."""
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # heavy: only where a tokenizer is made
 
     tok = AutoTokenizer.from_pretrained(resolve_project_path(path))
     missing_roles = {k: v for k, v in ROLE_TOKENS.items() if getattr(tok, k, None) is None}
@@ -90,7 +90,7 @@ def count_tokens(tok, texts: list[str], batch_size: int, progress: bool) -> list
 
 def build_tokenizer(cfg: TokenizerConfig, corpus_dir: str | Path, out_dir: str | Path, progress: bool = True) -> dict:
     """Train (or adopt) the tokenizer for the corpus at `corpus_dir`; save it and its stats to `out_dir`."""
-    from datasets import load_from_disk
+    from datasets import load_from_disk  # heavy (pyarrow, pandas): only where the corpus is read
 
     start = time.perf_counter()
     corpus = load_from_disk(str(Path(corpus_dir) / "dataset"))

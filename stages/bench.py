@@ -8,7 +8,7 @@ sample stage was asked for (its evaluated.json; kept kernel or not) and any othe
 for. Held-out problems are flagged (`heldout`), and summary.md gives them their own table: best-of-k
 against the strongest baseline and the library, and the share where the model beats the library.
 
-Each shape gets its own two contenders, through hgemm.cli.run_bench's `select`: `model`
+Each shape gets its own two contenders, through hgemm.bench.run_bench's `select`: `model`
 (stages.sample's best/<key>.cu, when it kept one) and `library` (what hgemm.library dispatches the
 shape to: exact tuned entry, nearest, or fallback).
 In results.json each problem names them by role, so the summaries compare roles across shapes.
@@ -24,8 +24,12 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from hgemm.bench import run_bench
+from hgemm.entry import EvalOptions
+from hgemm.library import Library
 from hgemm.problem import GridError, Problem, load_grid, select_problems
-from hgemm.summary import geomean
+from hgemm.report.tables import heldout_rows, heldout_table
+from hgemm.summary import geomean, markdown
 from stages.common import atomic_write_text, write_json, write_metrics
 from stages.config_schema import load_settings
 
@@ -64,8 +68,6 @@ def library_choice(library_dir: str | Path):
     if not (Path(library_dir) / "table.json").exists():
         log.warning("no table.json under %s: the library contender is left out", library_dir)
         return lambda problem: None
-    from hgemm.library import Library
-
     library = Library(library_dir)
 
     def choose(problem: Problem):
@@ -93,9 +95,6 @@ def bench_problems(settings: BenchSettings, sampled: dict[str, tuple[Problem, st
 
 
 def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: bool = True) -> dict:
-    from hgemm.cli import run_bench
-    from hgemm.entry import EvalOptions
-
     sampled = sampled_kernels(samples_dir)
     heldout = heldout_evaluated(samples_dir)
     held_keys = {p.key for p in heldout}
@@ -148,9 +147,6 @@ def model_vs_library(results: dict) -> list[dict]:
 
 
 def summary_markdown(results: dict) -> str:
-    from hgemm.report.tables import heldout_rows, heldout_table
-    from hgemm.summary import markdown
-
     text = markdown(results, title="Best sampled kernel and seed library vs the baselines")
     held = heldout_rows(results)
     if held and results.get("gpu_run"):
@@ -173,8 +169,6 @@ def bench_metrics(settings: BenchSettings, results: dict, wall_s: float) -> dict
     def speedups(role: str, sampled_only: bool = False) -> list[float]:
         return [pr["candidates"][role]["speedup_vs_best"] for pr in results["problems"]
                 if pr["candidates"].get(role, {}).get("speedup_vs_best") and (pr.get("sampled") or not sampled_only)]
-
-    from hgemm.report.tables import heldout_rows
 
     rows = model_vs_library(results)
     held = heldout_rows(results)

@@ -26,7 +26,13 @@ import yaml
 
 from hgemm.files import atomic_write_text, config_hash, write_json  # noqa: F401  (the stages write with these)
 
+SCHEMA = Path(__file__).resolve().parent.parent / "configs" / "schema.yaml"
 T = TypeVar("T")
+
+
+def load_schema(path: str | os.PathLike = SCHEMA) -> dict:
+    """configs/schema.yaml: every stage's settings (stages.config_schema validates against it)."""
+    return yaml.safe_load(Path(path).read_text())
 
 
 def merge_config(base: dict, over: dict) -> dict:
@@ -40,8 +46,6 @@ def merge_config(base: dict, over: dict) -> dict:
 
 def _schema_keys(stage: str) -> tuple[set[str], set[str]]:
     """(the top-level keys of an experiment config, the keys of the stage's section), from the schema."""
-    from stages.config_schema import load_schema
-
     properties = load_schema()["properties"]
     return set(properties), set(properties.get(stage, {}).get("properties", {}))
 

@@ -21,15 +21,11 @@ from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.exceptions import best_match
 
 from hgemm.files import UnreadableFile, read_user_text
+from hgemm.problem import yaml_error
 
-from stages.common import build_dataclass, load_stage_config
+from stages.common import build_dataclass, load_schema, load_stage_config
 
-SCHEMA = Path(__file__).resolve().parent.parent / "configs" / "schema.yaml"
 T = TypeVar("T")
-
-
-def load_schema(path: str | os.PathLike = SCHEMA) -> dict:
-    return yaml.safe_load(Path(path).read_text())
 
 
 def key_path(parts: Iterable) -> str:
@@ -149,8 +145,6 @@ def check_section(stage: str, data: dict, where: str) -> None:
 
 def _read_yaml(path: str) -> None:
     """Raise ConfigError for a config file that is missing, unreadable or not YAML."""
-    from hgemm.problem import yaml_error
-
     try:
         data = yaml.safe_load(read_user_text(path, "config file"))
     except UnreadableFile as e:

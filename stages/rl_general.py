@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> None:
     args = build_parser().parse_args(argv)
-    from training.rl_general import GeneralRL, RLGeneralSettings
+    from training.rl_general import GeneralRL, RLGeneralSettings  # torch, transformers, TRL: after --help
 
     settings = load_settings(RLGeneralSettings, STAGE, args.config, args.set, PROG)
     metrics = run_training(GeneralRL(settings, args.model, args.work, args.out), args.work, args.out)

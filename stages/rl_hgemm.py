@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> None:
     args = build_parser().parse_args(argv)
-    from training.rl_hgemm import HgemmRL, RLHgemmSettings
+    from training.rl_hgemm import HgemmRL, RLHgemmSettings  # torch, transformers, TRL: after --help
 
     settings = load_settings(RLHgemmSettings, STAGE, args.config, args.set, PROG)
     metrics = run_training(HgemmRL(settings, args.model, args.library, args.work, args.out), args.work, args.out)

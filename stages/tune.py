@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 
 from hgemm.entry import EvalOptions
 from hgemm.problem import GridError, load_grid, select_problems
+from hgemm.summary import geomean
 from hgemm.tune import tune
 from stages.common import write_metrics
 from stages.config_schema import load_settings
@@ -49,8 +50,6 @@ def main(argv: list[str] | None = None) -> int:
     table = tune(problems, args.out, EvalOptions(reps=settings.reps, baselines=tuple(settings.baselines)),
                  settings.tiles_per_family)
     vs_best = [e["speedup_vs_best"] for e in table["entries"].values() if e.get("speedup_vs_best")]
-    from hgemm.summary import geomean
-
     write_metrics(args.out, {
         "settings": asdict(settings), "problems": len(problems), "tuned_shapes": len(table["entries"]),
         "gpu_run": table["gpu_run"], "timed": table["gpu_run"],

@@ -58,7 +58,7 @@ def test_check_a_folder_without_kernels(tmp_path):
 
 
 def test_compile_errors_name_the_users_file(tmp_path, capsys, monkeypatch):
-    import hgemm.pool
+    import hgemm.cli
     from hgemm.compile import name_source
 
     log = ('kernel.cu(8): error: identifier "x" is undefined\n'
@@ -68,7 +68,7 @@ def test_compile_errors_name_the_users_file(tmp_path, capsys, monkeypatch):
         '1 error detected in the compilation of "k/mine.cu".\n#include "my_kernel.cu" kernel.cuh')
     path = tmp_path / "mine.cu"
     path.write_text("/* a kernel */")
-    monkeypatch.setattr(hgemm.pool, "compile_all",
+    monkeypatch.setattr(hgemm.cli, "compile_all",
                         lambda named, **kw: [(None, {"status": "compile_error", "error": log})])
     assert main(["check", str(path)]) == 1
     out = capsys.readouterr().out
@@ -154,11 +154,10 @@ def test_version(capsys):
 
 
 def test_tune_without_a_gpu_says_so_at_once(tmp_path, monkeypatch):
-    import hgemm.pool
-    import hgemm.tune
+    import hgemm.cli
 
-    monkeypatch.setattr(hgemm.pool, "visible_gpus", lambda: [])
-    monkeypatch.setattr(hgemm.tune, "tune", lambda *a, **k: pytest.fail("tune ran on a machine without a GPU"))
+    monkeypatch.setattr(hgemm.cli, "visible_gpus", lambda: [])
+    monkeypatch.setattr(hgemm.cli, "tune", lambda *a, **k: pytest.fail("tune ran on a machine without a GPU"))
     msg = user_error(["tune", "--grid", SMOKE_GRID, "--out", str(tmp_path / "lib")])
     assert msg.startswith("hgemm: tune needs a GPU") and "hgemm check" in msg
     assert not (tmp_path / "lib").exists()

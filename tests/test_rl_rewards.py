@@ -39,11 +39,13 @@ class FakePool:
     def __init__(self, results: list[dict]):
         self.results = list(results)
         self.calls = 0
+        self.jobs = []
 
     def run(self, jobs):
         self.calls += 1
+        self.jobs += jobs
         outs = []
-        for problem, entries in jobs:
+        for problem, entries, *_ in jobs:
             cands = {}
             for e in entries:
                 r = dict(self.results.pop(0) if len(self.results) > 1 else self.results[0])
@@ -109,6 +111,19 @@ def test_problem_columns_round_trip():
 
 
 # ---- through KernelJudge ------------------------------------------------------------------------------
+
+@needs_nvcc
+def test_the_judge_hands_each_task_to_the_pool():
+    # the instrument never looks a task up: the job carries the task the judge resolved
+    from hgemm.problem import TaskProblem
+    from kernels_corpus.tasks import get_task
+
+    judge, pool = gpu_judge([ok(1.5)])
+    task = get_task("relu_f32")
+    verdicts = judge.judge([task.solution, NAIVE], [[TaskProblem.of(task.name, task.sizes[0])], [Problem(64, 64, 64)]])
+    assert [v["status"] for v in verdicts] == ["ok", "ok"]
+    assert [job[2] for job in pool.jobs] == [task, None]
+
 
 @needs_nvcc
 def test_cpu_reward_covers_parse_and_compile_and_records_everything(tmp_path):

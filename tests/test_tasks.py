@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,10 @@ def test_two_solutions_compile_for_sm90a(tmp_path):
     for name, rc, err in (_nvcc_compile(t, tmp_path) for t in (TASKS[0], TASKS[-1])):
         assert rc == 0, f"{name}:\n{err}"
         assert "warning" not in err.lower(), f"{name}: {err}"
+
+
+def test_a_task_pickles_by_name():
+    # how a task reaches an evaluation worker (hgemm.pool): its functions are lambdas, so by name
+    task = get_task("softmax_rows_f32")
+    data = ForkingPickler.dumps(task)
+    assert len(data) < 200 and ForkingPickler.loads(data) is task

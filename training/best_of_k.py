@@ -22,10 +22,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from hgemm.entry import EvalOptions
 from hgemm.files import atomic_write_text, write_json
+from hgemm.judge import KernelJudge
+from hgemm.library import measured_kernels
 from hgemm.problem import Problem, load_grid, select_problems
 from hgemm.summary import geomean
 from training.heldout import heldout_problems
+from training.kerneldb import KernelDB
+from training.probe import generation_prompt
+from training.prompts import completion_to_candidate, format_problem_prompt
 
 log = logging.getLogger("training.best_of_k")
 
@@ -79,6 +85,7 @@ def best_index(verdicts: list[dict]) -> int | None:
 
 def model_generator(model_dir: str, settings: SampleSettings) -> Generate:
     """Generation with the saved model (bf16 on a GPU)."""
+    # torch and transformers only where a model generates: a sample run with a given generator needs neither
     import torch
 
     from training.model import SAMPLING_ATTENTION, load_causal_lm, load_tokenizer
@@ -101,11 +108,9 @@ def context_prompter(settings: SampleSettings, model_dir: str, library_dir: str 
                      heldout: list[Problem], kernels_db: str | None = None) -> Callable[[Problem], tuple[str, int]]:
     """problem -> (prompt, context examples kept): rl_hgemm's contrastive prompt, as generate_completions
     takes it, from the kernel database rl_hgemm left beside its model (or kernels_db) and the library."""
-    from hgemm.library import measured_kernels
+    # the prompt builder and the tokenizer load torch and transformers
     from training.context import ContrastivePrompts
-    from training.kerneldb import KernelDB
     from training.model import load_tokenizer
-    from training.probe import generation_prompt
 
     tokenizer = load_tokenizer(model_dir)
     db_path = Path(kernels_db or Path(model_dir) / "kernels.sqlite")
@@ -129,10 +134,6 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
     best/<shape key>.cu, best.json and evaluated.json into out_dir; returns the metrics.
     heldout_path: rl_hgemm's heldout.json; prompter: problem -> (prompt, context examples in it), None
     for bare prompts."""
-    from hgemm.entry import EvalOptions
-    from hgemm.judge import KernelJudge
-    from training.prompts import completion_to_candidate, format_problem_prompt
-
     t0 = time.time()
     out = Path(out_dir)
     problems = evaluation_problems(settings, heldout_problems(heldout_path))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
 import json
 import math
 import os
@@ -25,13 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from transformers import PreTrainedTokenizerBase, TrainerCallback, set_seed
+from transformers import AutoConfig, PreTrainedTokenizerBase, TrainerCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
 from hgemm.entry import EvalOptions
 from hgemm.files import write_json
+from hgemm.judge import KernelJudge
 from training.model import SAMPLING_ATTENTION, load_causal_lm, load_tokenizer, stop_token_ids
-from training.pretrain import TrainClock, _checkpoint_state
+from training.pretrain import TrainClock, _checkpoint_state, environment
+from training.rewards import KernelReward, class_rewards
 
 
 # Keys of the `grpo:` section that are ours, not trl.GRPOConfig's; the rest goes to GRPOConfig whole.
@@ -48,7 +51,7 @@ RESUME_NEUTRAL = ("logging_steps", "save_steps", "save_total_limit", "eval_steps
 def check_grpo_section(section: dict, where: str = "grpo") -> None:
     """A `grpo:` section's keys: OWN_GRPO_KEYS, all present, and otherwise trl.GRPOConfig's dataclass
     fields that the stages do not set themselves. A ValueError of one line naming the first bad key."""
-    from trl import GRPOConfig
+    from trl import GRPOConfig  # TRL only where a grpo: section is checked or trained with
 
     if not isinstance(section, dict):
         raise ValueError(f"{where}: expected a mapping of trl.GRPOConfig settings, got {type(section).__name__}")
@@ -86,8 +89,6 @@ class JudgeSettings:
     recheck_sets: int
 
     def make_judge(self):
-        from hgemm.judge import KernelJudge
-
         options = EvalOptions(
             distributions=tuple(self.distributions), reps=self.reps, target_batch_ms=self.target_batch_ms,
             timing_method=self.timing_method, baselines=tuple(self.baselines), recheck_sets=self.recheck_sets,
@@ -164,15 +165,13 @@ def _use_bf16(setting) -> bool:
 def _has_tensorboard() -> bool:
     # transformers refuses report_to=tensorboard without it; a run without curves in TensorBoard still
     # has curves.json
-    import importlib.util
-
     return any(importlib.util.find_spec(m) is not None for m in ("tensorboard", "tensorboardX"))
 
 
 def build_grpo_config(section: dict, work_dir: str, has_eval: bool = False):
     """trl.GRPOConfig from the `grpo:` section, whole: OWN_GRPO_KEYS split off, `auto` resolved for bf16
     and optim, and the settings of STAGE_GRPO_KEYS added."""
-    from trl import GRPOConfig
+    from trl import GRPOConfig  # TRL on first use, as in check_grpo_section
 
     check_grpo_section(section)
     on_gpu = torch.cuda.is_available()
@@ -315,8 +314,6 @@ def train_and_save(model, tokenizer, dataset, grpo: dict, judge, db, reward_cfg,
     """What both RL stages train with: the kernel reward over `judge` (recording into `db`), GRPO with
     curves written to out/curves.json, the policy and tokenizer saved to `out`; judge and reward are
     closed whatever happens. Returns train_grpo's summary without the trainer."""
-    from training.rewards import KernelReward
-
     reward = KernelReward(judge, db, reward_cfg, stage)
     try:
         summary = train_grpo(model, tokenizer, reward, dataset, grpo, work_dir, resumable,
@@ -334,9 +331,6 @@ def finish_stage(stage: str, out: Path, db, gpu: bool, gpu_scope: str, reward_cf
                  wall_start: float, config: dict, **specific) -> dict:
     """What both RL stages end with: the metrics they share around their own (`specific`), and a
     snapshot of the kernel database in the output folder. Returns the metrics (the stage writes them)."""
-    from training.pretrain import environment
-    from training.rewards import class_rewards
-
     curves = json.loads((out / "curves.json").read_text())
     metrics = {
         "stage": stage,
@@ -361,8 +355,6 @@ def finish_stage(stage: str, out: Path, db, gpu: bool, gpu_scope: str, reward_cf
 def _check_reference_loadable(model) -> None:
     """With beta > 0 TRL loads the reference model again from the model folder; if load_policy had to
     grow the embeddings for our special tokens, that copy would not match the policy. Say so up front."""
-    from transformers import AutoConfig
-
     saved = AutoConfig.from_pretrained(model.config._name_or_path).vocab_size
     if saved != model.get_input_embeddings().num_embeddings:
         raise ValueError(
@@ -376,7 +368,7 @@ def train_grpo(model, tokenizer, reward_func, train_dataset, grpo: dict, work_di
                resumable: bool, curves_path: str | Path, eval_dataset=None) -> dict:
     """Train (or resume) with TRL's GRPOTrainer, configured by the `grpo:` section; returns a summary.
     The caller saves the model."""
-    from trl import GRPOTrainer
+    from trl import GRPOTrainer  # TRL on first use, as in check_grpo_section
 
     args = build_grpo_config(grpo, work_dir, has_eval=eval_dataset is not None)
     set_seed(args.seed)

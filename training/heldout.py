@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hgemm.problem import Problem, load_grid
+from training.kerneldb import shape_distance
 
 
 @dataclass
@@ -73,8 +74,6 @@ def buckets(train: list[Problem]) -> dict[str, list[Problem]]:
 def reward_shapes(problem: Problem, bucket: list[Problem], n: int) -> list[Problem]:
     """The prompt's shape first, then its nearest bucket mates: a kernel is rewarded for being fast
     across its bucket, not on one shape."""
-    from training.kerneldb import shape_distance
-
     mates = sorted((p for p in bucket if p != problem), key=lambda p: (shape_distance(problem, p.key), p.key))
     return [problem] + mates[: max(0, n - 1)]
 

@@ -1,7 +1,8 @@
 """The kernel database: every candidate the RL stages evaluated, with its verdict and reward.
 
 Both RL stages write it, the contrastive prompts (training/context.py) read it (the best and some weaker
-kernels for nearby shapes), and the report reads it. One SQLite file, two tables:
+kernels for nearby shapes), and the report reads the finished file with read-only queries of its own
+(hgemm.report.inputs), so the columns below are a file format. One SQLite file, two tables:
 
     kernels      sha -> text            (each distinct candidate text stored once)
     evaluations  one row per (candidate, problem) verdict: stage, step, status, time, speedups, reward
@@ -184,42 +185,6 @@ class KernelDB:
 
     def count(self, stage: str | None = None) -> int:
         return sum(self.status_counts(stage).values())
-
-
-def summarize(path: str | Path, top: int = 10) -> dict:
-    """What a finished stage's database holds, for the report: counts, status classes, the commonest
-    failure messages and the best verified kernel per problem. Opened read-only, so reading a committed
-    results file never rewrites it (KernelDB would set WAL mode and create tables)."""
-    # immutable: a finished stage's file; no lock files (-shm, -wal) appear beside a committed result
-    conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro&immutable=1", uri=True)
-    conn.row_factory = sqlite3.Row
-    try:
-        one = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
-        statuses = {r["status"]: r["n"] for r in conn.execute(
-            "SELECT status, COUNT(*) AS n FROM evaluations GROUP BY status ORDER BY n DESC")}
-        errors: dict[str, int] = {}
-        for (err,) in conn.execute("SELECT error FROM evaluations WHERE status != 'ok' AND error != ''"):
-            line = err.strip().splitlines()[0][:160] if err.strip() else ""
-            errors[line] = errors.get(line, 0) + 1
-        # A kernel's speedup is its lowest verified measurement on that problem, as in KernelDB.top_k.
-        best = [dict(r) for r in conn.execute(
-            "SELECT problem_key, shape_class, sha, MAX(s) AS speedup_vs_best, time_us, speedup_vs_cublas FROM "
-            "(SELECT problem_key, shape_class, sha, MIN(speedup_vs_best) AS s, MAX(time_us) AS time_us, "
-            " MIN(speedup_vs_cublas) AS speedup_vs_cublas FROM evaluations "
-            " WHERE status = 'ok' AND speedup_vs_best IS NOT NULL GROUP BY problem_key, sha) "
-            "GROUP BY problem_key ORDER BY speedup_vs_best DESC")]
-        return {
-            "evaluations": one("SELECT COUNT(*) FROM evaluations"),
-            "kernels": one("SELECT COUNT(DISTINCT sha) FROM evaluations"),
-            "problems": one("SELECT COUNT(DISTINCT problem_key) FROM evaluations"),
-            "steps": one("SELECT COUNT(DISTINCT step) FROM evaluations"),
-            "verified_problems": len(best),
-            "statuses": statuses,
-            "top_errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])[:5]),
-            "best": [r | {"sha": r["sha"][:12]} for r in best[:top]],
-        }
-    finally:
-        conn.close()
 
 
 def shape_distance(problem: Problem | TaskProblem, key: str) -> float | None:

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 import transformers
 from transformers import Trainer, TrainerCallback, TrainerState, TrainingArguments, default_data_collator, set_seed
 from transformers.trainer_utils import get_last_checkpoint
@@ -153,8 +154,6 @@ def _agreed(decision: bool, device) -> bool:
     """Rank 0's decision, on every rank. Clocks differ between ranks, and ranks that stop training at
     different steps leave one waiting in a gradient all-reduce forever (a time-capped ZeRO-2 run hung
     that way on two H200s)."""
-    import torch.distributed as dist
-
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return decision
     flag = torch.tensor([1.0 if decision else 0.0], device=device if dist.get_backend() == "nccl" else "cpu")
@@ -230,7 +229,7 @@ def environment() -> dict:
         "world_size": int(os.environ.get("WORLD_SIZE", "1")),
     }
     try:
-        import deepspeed
+        import deepspeed  # only its version, where it is installed (it is slow to import)
 
         env["deepspeed"] = deepspeed.__version__
     except Exception:

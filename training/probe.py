@@ -17,6 +17,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from hgemm.summary import geomean
+from training.prompts import completion_to_candidate
+from training.rewards import problems_from_json
 
 
 @dataclass
@@ -51,7 +53,7 @@ def generation_prompt(tokenizer, rl_prompt: str) -> str:
     """An RL dataset prompt as generate_completions takes it. RL prompts start with prompt_prefix, since
     TRL tokenizes them plainly; generate_completions adds bos itself, so the prefix comes off here
     rather than becoming a second bos. Either way the model sees the same token ids."""
-    from training.grpo import prompt_prefix
+    from training.grpo import prompt_prefix  # training.grpo loads torch, transformers and datasets
 
     prefix = prompt_prefix(tokenizer)
     return rl_prompt[len(prefix):] if prefix and rl_prompt.startswith(prefix) else rl_prompt
@@ -70,11 +72,10 @@ def probe_model_sets(model_dir: str, row_sets: dict[str, list[dict]], make_judge
     One load, one generation pass and one judge for all of them: at 2304-token completions each
     generation pass is bound by its longest sequence (~50 s a pass on the H200), so four separate
     passes would not fit a 10-minute rl_hgemm run. A problem may appear in several sets; each set is its own."""
+    # torch and transformers only where a model generates (the summaries below need neither)
     import torch
 
     from training.model import SAMPLING_ATTENTION, load_causal_lm, load_tokenizer
-    from training.prompts import completion_to_candidate
-    from training.rewards import problems_from_json
     from training.sampling import generate_completions
 
     rows = [(name, r) for name, rs in row_sets.items() for r in rs]

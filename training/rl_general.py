@@ -20,7 +20,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from datasets import Dataset
+
 from hgemm.problem import TaskProblem
+from kernels_corpus.tasks import get_task, load_tasks
 from training.grpo import (
     JudgeSettings,
     check_grpo_section,
@@ -69,8 +72,6 @@ class RLGeneralSettings:
 
 def task_problems(settings: TaskSettings):
     """[(task, [TaskProblem per chosen size])] for the training tasks, in suite order."""
-    from kernels_corpus.tasks import get_task, load_tasks
-
     tasks = load_tasks() if settings.names == "all" else [get_task(n) for n in settings.names]
     unknown = set(settings.exclude) - {t.name for t in load_tasks()}
     if unknown:
@@ -98,8 +99,6 @@ def build_dataset(pairs, tokenizer, max_prompt_length: int, repeats: int, show_r
     """One row per task (then repeated): its prompt, with its seed solution where asked for and where it
     fits max_prompt_length (else without). Returns (dataset, tasks skipped as too long even bare,
     tasks whose reference did not fit)."""
-    from datasets import Dataset
-
     prefix = prompt_prefix(tokenizer)
     rows, skipped, no_reference = [], [], []
     for task, problems in pairs:

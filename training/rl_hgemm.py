@@ -33,6 +33,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from datasets import Dataset
+
 from hgemm.files import write_json
 from hgemm.library import measured_kernels
 from hgemm.problem import Problem
@@ -79,8 +81,6 @@ def probe_row(problem: Problem, prompt: str) -> dict:
 
 
 def build_dataset(train: list[Problem], shape_settings: ShapeSettings):
-    from datasets import Dataset
-
     groups = buckets(train)
     rows = []
     for p in train:

@@ -1,9 +1,9 @@
 """Sample candidates for HGEMM prompts and measure how many parse, compile and pass verification.
 
-After pretraining this gives the rate RL starts from. Compilation goes through hgemm.compile, imported
-lazily so a machine without it still samples and reports parse rates, saying plainly that compile was
-not available. With a GPU the compiled candidates are verified by the harness (hgemm.judge, fresh
-random inputs, no timing); on a CPU machine nothing is run and the summary says so.
+After pretraining this gives the rate RL starts from. Compilation goes through hgemm.compile (nvcc;
+a compiler failure counts against the candidate, never stops the check). With a GPU the compiled
+candidates are verified by the harness (hgemm.judge, fresh random inputs, no timing); on a CPU
+machine nothing is run and the summary says so.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from hgemm.candidate import SpecError, parse_candidate
+from hgemm.compile import compile_candidate
+from hgemm.entry import EvalOptions
+from hgemm.judge import KernelJudge
 from hgemm.problem import Problem
 from training.model import encode_prompt, stop_token_ids
 from training.prompts import completion_to_candidate, format_problem_prompt
@@ -74,18 +77,9 @@ class CandidateCheck:
     candidate: str
     parsed: bool
     parse_error: str | None = None
-    compiled: bool | None = None  # None: not attempted (did not parse, or no compiler here)
+    compiled: bool | None = None  # None: not attempted (did not parse, or compiling is disabled)
     compile_error: str | None = None
     verdict: str | None = None  # the harness status on a GPU (ok, wrong, crash, ...); None: not run
-
-
-def _load_compiler():
-    """hgemm.compile.compile_candidate, or None and the reason it cannot be used here."""
-    try:
-        from hgemm.compile import compile_candidate
-    except Exception as e:  # an ImportError, or a module that breaks on import: either way, no compiler
-        return None, f"not available ({type(e).__name__}: {e})"
-    return compile_candidate, "hgemm.compile"
 
 
 def check_candidates(
@@ -108,7 +102,7 @@ def check_candidates(
         except SpecError as e:
             checks.append(CandidateCheck(problem.key, text, False, parse_error=str(e)))
 
-    compiler, compile_status = _load_compiler() if compile else (None, "disabled in config")
+    compiler, compile_status = (compile_candidate, "hgemm.compile") if compile else (None, "disabled in config")
     if compiler is not None:
         todo = [(c, p) for c, (p, _) in zip(checks, samples) if c.parsed]
 
@@ -156,9 +150,6 @@ def check_candidates(
 
 def _verify_compiled(checks: list[CandidateCheck], samples: list[tuple[Problem, str]], arch: str | None) -> None:
     """Run the harness's verification (no timing) on every compiled candidate, on its own problem."""
-    from hgemm.entry import EvalOptions
-    from hgemm.judge import KernelJudge
-
     todo = [(c, p) for c, (p, _) in zip(checks, samples) if c.compiled]
     if not todo:
         return

@@ -10,6 +10,7 @@ from pathlib import Path
 from hgemm.summary import class_rows, geomean
 
 from . import tables
+from .figures import curves_figure, speedup_heatmaps, tflops_vs_size
 from .inputs import ReportInputs
 from .render import cell_text, to_html, to_markdown
 
@@ -121,8 +122,6 @@ def bench_sections(doc: list, results: dict | None, settings: ReportSettings, so
     doc.append(("h", 3, "Speedup over M × N"))
     _figure(doc, "speedup_heatmaps", lambda: tables_heatmaps(rows, settings), _heatmap_caption(rows))
     doc.append(("h", 3, "Throughput"))
-    from .figures import tflops_vs_size
-
     with_cublas = "cuBLAS, " if any(r["cublas_tflops"] for r in rows) else ""
     _figure(doc, "tflops_vs_size", lambda: tflops_vs_size(rows, settings.peak_tflops, settings.memory_tbps),
             f"TFLOP/s vs problem size and arithmetic intensity, with {with_cublas}the strongest baseline, "
@@ -130,8 +129,6 @@ def bench_sections(doc: list, results: dict | None, settings: ReportSettings, so
 
 
 def tables_heatmaps(rows, settings):
-    from .figures import speedup_heatmaps
-
     return speedup_heatmaps(rows, settings.max_heatmap_panels)
 
 
@@ -144,8 +141,6 @@ def curve_sections(doc: list, inputs: ReportInputs) -> None:
             _not_available(doc, f"{stage} curves.json", getattr(inputs, stage))
             continue
         groups = tables.curve_keys(curves)
-        from .figures import curves_figure
-
         # the caption names the panels drawn: a run without verified kernels logs no speedup column
         _figure(doc, f"curves_{stage}", lambda: curves_figure(curves, groups, label),
                 f"{_listing(list(groups)).capitalize()} curves of {stage}")

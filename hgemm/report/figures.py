@@ -9,10 +9,11 @@ from collections import defaultdict
 
 
 def _plt():
+    # matplotlib (about a second to import) only when a figure is drawn
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after use("Agg"): pyplot picks its backend on import
 
     return plt
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +20,43 @@ def read_json(path: str | Path | None):
     except (OSError, ValueError) as e:
         log.warning("cannot read %s: %s", path, e)
         return None
+
+
+def kernel_db_summary(path: str | Path, top: int = 10) -> dict:
+    """What a finished RL stage's kernel database (kernels.sqlite, written by training.kerneldb) holds:
+    counts, status classes, the commonest failure messages and the best verified kernel per problem.
+    The file is read with plain SQL over its `evaluations` table, read-only, so reading a committed
+    results file never rewrites it."""
+    # immutable: a finished stage's file; no lock files (-shm, -wal) appear beside a committed result
+    conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro&immutable=1", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        one = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
+        statuses = {r["status"]: r["n"] for r in conn.execute(
+            "SELECT status, COUNT(*) AS n FROM evaluations GROUP BY status ORDER BY n DESC")}
+        errors: dict[str, int] = {}
+        for (err,) in conn.execute("SELECT error FROM evaluations WHERE status != 'ok' AND error != ''"):
+            line = err.strip().splitlines()[0][:160] if err.strip() else ""
+            errors[line] = errors.get(line, 0) + 1
+        # A kernel's speedup is its lowest verified measurement on that problem, as training.kerneldb ranks them.
+        best = [dict(r) for r in conn.execute(
+            "SELECT problem_key, shape_class, sha, MAX(s) AS speedup_vs_best, time_us, speedup_vs_cublas FROM "
+            "(SELECT problem_key, shape_class, sha, MIN(speedup_vs_best) AS s, MAX(time_us) AS time_us, "
+            " MIN(speedup_vs_cublas) AS speedup_vs_cublas FROM evaluations "
+            " WHERE status = 'ok' AND speedup_vs_best IS NOT NULL GROUP BY problem_key, sha) "
+            "GROUP BY problem_key ORDER BY speedup_vs_best DESC")]
+        return {
+            "evaluations": one("SELECT COUNT(*) FROM evaluations"),
+            "kernels": one("SELECT COUNT(DISTINCT sha) FROM evaluations"),
+            "problems": one("SELECT COUNT(DISTINCT problem_key) FROM evaluations"),
+            "steps": one("SELECT COUNT(DISTINCT step) FROM evaluations"),
+            "verified_problems": len(best),
+            "statuses": statuses,
+            "top_errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])[:5]),
+            "best": [r | {"sha": r["sha"][:12]} for r in best[:top]],
+        }
+    finally:
+        conn.close()
 
 
 @dataclass
@@ -35,19 +74,15 @@ class ReportInputs:
     stage_times: str | None = None  # Snakemake's benchmark folder: one <stage>.tsv per job
 
     def kernel_db(self, stage: str) -> dict | None:
-        """The summary of an RL stage's kernel database (training.kerneldb.summarize), or None."""
+        """The summary of an RL stage's kernel database (kernel_db_summary), or None."""
         folder = getattr(self, stage)
         path = Path(folder) / "kernels.sqlite" if folder else None
         if path is None or not path.is_file():
             return None
-        from training.kerneldb import summarize
-
-        return summarize(path)
+        return kernel_db_summary(path)
 
     def wall_times(self) -> list[tuple[str, float, float | None]]:
         """(stage, wall seconds, max RSS MB) of each stage Snakemake timed, in pipeline order."""
-        import csv
-
         order = ("corpus", "tokenizer", "tune", "pretrain", "rl_general", "rl_hgemm", "sample", "bench", "report")
         rows = []
         folder = Path(self.stage_times) if self.stage_times else None

@@ -27,6 +27,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from hgemm.verify import torch_dtype, upcast_float64  # noqa: F401  (the harness's, part of the task interface)
+
 SOLUTIONS_DIR = Path(__file__).resolve().parent / "solutions"
 
 TENSOR_DTYPES = ("float16", "float32", "int32", "int64")
@@ -34,16 +36,6 @@ SCALAR_DTYPES = ("int32", "int64", "float32")
 PARAM_KINDS = ("in", "out", "scalar")
 
 _C_TYPES = {"float16": "__half", "float32": "float", "int32": "int", "int64": "long long"}
-_TORCH_DTYPES = {
-    "float16": torch.float16,
-    "float32": torch.float32,
-    "int32": torch.int32,
-    "int64": torch.int64,
-}
-
-
-def torch_dtype(name: str) -> torch.dtype:
-    return _TORCH_DTYPES[name]
 
 
 # ----------------------------------------------------------------------------- size expressions
@@ -203,11 +195,6 @@ class KernelTask:
 def load_solution(filename: str) -> str:
     """The text of a reference candidate in solutions/."""
     return (SOLUTIONS_DIR / filename).read_text()
-
-
-def upcast_float64(inputs: dict) -> dict:
-    """Floating tensors to float64, integer tensors (indices) unchanged: the reference's inputs."""
-    return {k: v.to(torch.float64) if v.is_floating_point() else v for k, v in inputs.items()}
 
 
 def opmath(t: torch.Tensor) -> torch.Tensor:

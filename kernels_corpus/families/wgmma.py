@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import itertools
 
+from hgemm.params import STAGED_PITCH, operand_shape
+
 from .realign import REALIGN16
 
 SMEM_LIMIT = 227 * 1024
@@ -237,8 +239,6 @@ def applicable(p: dict, problem) -> bool:
     """TMA-legal row pitches for the TMA loader (the ldg loader: the others), and problems big enough
     for a persistent 1-CTA/SM tensor-core kernel. The pitches: A's rows are K long, B's are N long for
     NN and K long for TN (C is stored without TMA, so an odd N is fine for TN)."""
-    from hgemm.params import operand_shape
-
     # the operands whose rows TMA refuses (not a multiple of 16 bytes). The ldg and staged loaders serve
     # exactly those shapes; a one-operand staged kernel only those where the other operand is legal.
     refused = "".join(op for op in "AB" if operand_shape(op, problem)[2] % 8)
@@ -266,7 +266,7 @@ def spec_text(p: dict) -> str:
                                f"tensor_map: B, box=(64, 64), swizzle=128{staged['B']}"]
     # staged: the padded copies (1024-byte aligned, as hgemm.params.staged_operands lays them out; B's
     # rows are K x N for NN and N x K for TN, so the larger of the two), then the grid barrier's counter
-    from hgemm.params import STAGED_PITCH as P  # the kernel's staged_pitch(); tests check they agree
+    P = STAGED_PITCH  # the kernel's staged_pitch(); tests check they agree
 
     copies = {"A": f"round_up(batch * M * round_up(K, {P}) * 2, 1024)",
               "B": f"round_up(batch * max(K * round_up(N, {P}), N * round_up(K, {P})) * 2, 1024)"}

@@ -12,7 +12,7 @@ mode=${1:-tests}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv | tee "$OUT/gpu.txt"
 case "$mode" in
 tests)
-  tests=${TESTS:-tests/test_gpu_harness.py tests/test_gpu_tasks.py tests/test_gpu_families.py tests/test_gpu_library.py}
+  tests=${TESTS:-tests/test_gpu_harness.py tests/test_gpu_tasks.py tests/test_gpu_families.py tests/test_gpu_library.py tests/test_gpu_ops.py}
   # shellcheck disable=SC2086
   timeout 330 python3 -m pytest -m gpu -q -p no:cacheprovider $tests 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
   timeout 120 python3 benchmarks/integrity_overhead.py --out "$OUT/integrity_overhead.json" 2>&1 | tail -40

@@ -266,16 +266,3 @@ def test_stage_help_names_the_module_and_has_clean_examples(stage, capsys):
     examples = [line for line in text.splitlines() if line.lstrip().startswith("python -m ")]
     assert examples and not any(re.search(r"\S {2,}\S", line.strip()) for line in examples), examples
     assert "results/library" not in text  # the pipeline's library is results/tune
-
-
-def test_matmul_without_a_gpu_warns_once(monkeypatch, recwarn):
-    torch = pytest.importorskip("torch")
-    import hgemm.library
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(hgemm.library, "_warned_no_gpu", False)
-    a, b = torch.randn(4, 8, dtype=torch.half), torch.randn(8, 2, dtype=torch.half)
-    for _ in range(3):
-        assert torch.equal(hgemm.library.matmul(a, b), torch.matmul(a, b))
-    warned = [w for w in recwarn if issubclass(w.category, RuntimeWarning) and "hgemm.matmul" in str(w.message)]
-    assert len(warned) == 1 and "no CUDA GPU" in str(warned[0].message)

@@ -15,7 +15,7 @@ def test_matmul_matches_reference_on_random_shapes(tmp_path):
 
     import torch
 
-    from hgemm.library import Library, matmul
+    import hgemm
     from hgemm.tune import tune
 
     table = tune([Problem(1024, 1024, 1024), Problem(16, 4096, 4096), Problem(256, 256, 256, 16)], tmp_path,
@@ -25,7 +25,6 @@ def test_matmul_matches_reference_on_random_shapes(tmp_path):
     for entry in table["entries"].values():
         assert set(entry["references"]) == {"reference_mma_sync", "reference_mma_pipelined"}, entry
         assert all(0 < s <= entry["speedup_vs_best"] for s in entry["references"].values()), entry
-    lib = Library(tmp_path)
     rng = random.Random(0)
     for trial in range(12):
         M, N, K = rng.choice([1, 7, 64, 300]), rng.choice([1, 33, 256, 1000]), rng.choice([1, 17, 512, 4096])
@@ -37,7 +36,7 @@ def test_matmul_matches_reference_on_random_shapes(tmp_path):
             b = w.transpose(-1, -2)
         else:
             b = torch.randn((3, K, N) if batched else (K, N), device="cuda", dtype=torch.float16)
-        c = matmul(a, b, lib)
+        c = hgemm.matmul(a, b, library=tmp_path)
         ref = torch.matmul(a.double(), b.double())
         err = (c.double() - ref).abs().max().item()
         assert err <= 2**-9 * ref.abs().max().item() + 1e-2, (M, N, K, batched, tn, err)

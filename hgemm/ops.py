@@ -1,0 +1,260 @@
+"""`hgemm.matmul` as a PyTorch operator: `torch.ops.hgemm.matmul` and `torch.ops.hgemm.matmul_out`.
+
+The library's kernels launch on torch's current stream, so the op orders with the caller's work on any
+stream, records into CUDA graphs (compile and load once, outside capture, by calling it once first),
+and is opaque to torch.compile through its fake implementation; its gradient is two more calls of it. Dispatch is decided once per
+(library, shape, layout) and cached with the loaded kernel: a call packs parameters and launches.
+
+Inputs the kernels do not take (not fp16, not CUDA, not 2-D/3-D of one rank, a B that is neither
+contiguous nor a transposed contiguous tensor) run torch.matmul instead, logged once per reason; a
+process without a GPU also hears it once as a warning. Launches go through cuda.bindings (the driver
+API), not PyCUDA: the harness's PyCUDA path launches on the legacy default stream only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import threading
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .compile import compile_candidate
+from .library import DEFAULT_LIBRARY, Choice, Library
+from .params import gemm_param_buffer, workspace_to_zero
+from .problem import Problem
+
+log = logging.getLogger("hgemm.ops")
+_DEFAULT_PATH = str(DEFAULT_LIBRARY)  # absolute; a string, since the ops take the library by path
+
+_libraries: dict[str, Library] = {}
+_launchers: dict[tuple[str, str], "StreamKernel"] = {}  # (kernel name, layout) -> loaded kernel
+_choices: dict[tuple[str, str], tuple[Choice, "StreamKernel"]] = {}  # (library, problem key) -> dispatch
+_lock = threading.Lock()
+_said: set[str] = set()
+
+
+class StreamKernel:
+    """A cubin's entry loaded through the driver API, launched with a packed parameter buffer on a
+    given stream (CU_LAUNCH_PARAM_BUFFER_POINTER, the form PyCUDA uses, but with a stream handle)."""
+
+    def __init__(self, cubin_path: str, entry: str):
+        # cuda.bindings loads only where a GPU path runs; torch has made the primary context current
+        from cuda.bindings import driver as cu
+
+        self.cu = cu
+        torch.cuda.init()
+        with open(cubin_path, "rb") as f:
+            self.module = _check(cu, cu.cuModuleLoadData(f.read()), "cuModuleLoadData")
+        self.function = _check(cu, cu.cuModuleGetFunction(self.module, entry.encode()), "cuModuleGetFunction")
+        self.entry = entry
+        self.param_layout = self._param_layout()
+        self._smem_limit = 48 * 1024 - _check(cu, cu.cuFuncGetAttribute(
+            cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, self.function), "cuFuncGetAttribute")
+
+    def _param_layout(self) -> list[tuple[int, int]]:
+        cu, layout = self.cu, []
+        while True:
+            err, offset, size = cu.cuFuncGetParamInfo(self.function, len(layout))
+            if err == cu.CUresult.CUDA_ERROR_INVALID_VALUE:  # past the last parameter
+                return layout
+            if err != cu.CUresult.CUDA_SUCCESS:
+                raise RuntimeError(f"cuFuncGetParamInfo({self.entry}): {err.name}")
+            layout.append((int(offset), int(size)))
+
+    def prepare_smem(self, dynamic_smem: int) -> None:
+        # dynamic shared memory above 48 KB (less the static part) needs an opt-in, once per size increase
+        if dynamic_smem > self._smem_limit:
+            attr = self.cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            _check(self.cu, self.cu.cuFuncSetAttribute(self.function, attr, int(dynamic_smem)),
+                   "cuFuncSetAttribute")
+            self._smem_limit = dynamic_smem
+
+    def launch(self, grid, block, params: bytes, dynamic_smem: int, stream: int) -> None:
+        buf = ctypes.create_string_buffer(params, len(params))
+        size = ctypes.c_size_t(len(params))
+        # CU_LAUNCH_PARAM_BUFFER_POINTER (1), the buffer, CU_LAUNCH_PARAM_BUFFER_SIZE (2), its size, END (0)
+        extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buf), 2, ctypes.addressof(size), 0)
+        (err,) = self.cu.cuLaunchKernel(self.function, *grid, *block, int(dynamic_smem), stream, None,
+                                        ctypes.addressof(extra))
+        if err != self.cu.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"launching {self.entry}: {err.name}")
+
+
+def _check(cu, result, what: str):
+    err, *value = result
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"{what}: {err.name}")
+    return value[0] if len(value) == 1 else tuple(value)
+
+
+def _library(path: str) -> Library:
+    if path not in _libraries:
+        _libraries[path] = Library(path)
+    return _libraries[path]
+
+
+def dispatch(library: str, problem: Problem) -> Choice:
+    """The library's choice for a problem, looked up once per (library, shape, layout)."""
+    return _dispatched(library, problem)[0]
+
+
+def _dispatched(library: str, problem: Problem) -> tuple[Choice, StreamKernel | None]:
+    key = (library, problem.key)
+    hit = _choices.get(key)
+    if hit is None:
+        with _lock:
+            hit = _choices.get(key)
+            if hit is None:
+                choice = _library(library).lookup(problem)
+                hit = _choices[key] = (choice, _kernel(choice, problem.layout) if torch.cuda.is_available() else None)
+    return hit
+
+
+def _kernel(choice: Choice, layout: str) -> StreamKernel:
+    key = (choice.name, layout)
+    if key not in _launchers:
+        res = compile_candidate(choice.candidate, layout)
+        if not res.ok:
+            raise RuntimeError(f"library kernel {choice.name} failed to compile: {res.error}")
+        _launchers[key] = StreamKernel(res.cubin_path, choice.candidate.spec.entry)
+    return _launchers[key]
+
+
+@dataclass(frozen=True)
+class _Operands:
+    """A and B as the kernels take them: 3-D, A contiguous, B the contiguous K x N (NN) or N x K (TN)
+    storage; None with a reason where the kernels do not apply."""
+
+    a: torch.Tensor
+    b: torch.Tensor
+    problem: Problem
+
+
+def _operands(A: torch.Tensor, B: torch.Tensor) -> tuple[_Operands | None, str]:
+    if A.dtype != torch.float16 or B.dtype != torch.float16:
+        return None, f"dtypes {A.dtype}, {B.dtype} (only float16)"
+    if not (A.is_cuda and B.is_cuda) or A.device != B.device:
+        return None, "operands are not on one CUDA device"
+    if A.device.index != torch.cuda.current_device():
+        return None, "operands are not on the current device"
+    if min(A.shape) == 0 or min(B.shape) == 0:
+        return None, "empty operand"
+    a = A.unsqueeze(0) if A.dim() == 2 else A
+    b = B.unsqueeze(0) if B.dim() == 2 else B
+    if b.is_contiguous():
+        layout = "NN"
+    elif b.transpose(-1, -2).is_contiguous():
+        layout, b = "TN", b.transpose(-1, -2)  # the N x K storage, no copy
+    else:
+        return None, "B is neither contiguous nor a transposed contiguous tensor"
+    a = a.contiguous()
+    batch, M, K = a.shape
+    N = b.shape[-1] if layout == "NN" else b.shape[-2]
+    return _Operands(a, b, Problem(M, N, K, batch, layout)), ""
+
+
+def _out_shape(A: torch.Tensor, B: torch.Tensor) -> tuple[int, ...]:
+    if A.dim() != B.dim() or A.dim() not in (2, 3):
+        raise ValueError(f"hgemm.matmul: ranks {A.dim()}, {B.dim()} (2-D or 3-D batched, same rank)")
+    if A.shape[-1] != B.shape[-2] or (A.dim() == 3 and A.shape[0] != B.shape[0]):
+        raise ValueError(f"hgemm.matmul: shapes {tuple(A.shape)} and {tuple(B.shape)} do not multiply")
+    return (*A.shape[:-1], B.shape[-1])
+
+
+def _say_once(reason: str) -> None:
+    if reason not in _said:
+        _said.add(reason)
+        log.info("hgemm.matmul runs torch.matmul: %s", reason)
+        if not torch.cuda.is_available() and "no GPU" not in _said:
+            # INFO alone goes unseen: a caller would believe the tuned kernels ran
+            _said.add("no GPU")
+            warnings.warn("hgemm.matmul: no CUDA GPU is available, so every call runs torch.matmul instead "
+                          "of a tuned kernel", RuntimeWarning, stacklevel=4)
+
+
+def _run(A: torch.Tensor, B: torch.Tensor, library: str, out: torch.Tensor) -> None:
+    ops, reason = _operands(A, B)
+    if ops is None:
+        _say_once(reason)
+        torch.matmul(A, B, out=out)
+        return
+    p = ops.problem
+    choice, kernel = _dispatched(library, p)
+    c = out.unsqueeze(0) if out.dim() == 2 else out
+    if not c.is_contiguous():
+        _say_once("out is not contiguous")
+        torch.matmul(A, B, out=out)
+        return
+    env = p.variables() | {"num_sms": torch.cuda.get_device_properties(A.device).multi_processor_count}
+    grid, block, smem, ws_bytes = choice.candidate.spec.launch_dims(env)
+    ws = torch.empty(ws_bytes, dtype=torch.uint8, device=A.device) if ws_bytes else None
+    if ws is not None:
+        zero = workspace_to_zero(choice.candidate.spec, p, ws)
+        if zero is not None and zero.numel():
+            zero.zero_()  # the harness's contract (the staged copies at its start are overwritten whole)
+    kernel.prepare_smem(smem)
+    params = gemm_param_buffer(choice.candidate.spec, p, ops.a, ops.b, c, ws, kernel.param_layout)
+    kernel.launch(grid, block, params, smem, torch.cuda.current_stream(A.device).cuda_stream)
+
+
+@torch.library.custom_op("hgemm::matmul", mutates_args=())
+def _matmul(A: torch.Tensor, B: torch.Tensor, library: str) -> torch.Tensor:
+    out = A.new_empty(_out_shape(A, B))
+    _run(A, B, library, out)
+    return out
+
+
+@_matmul.register_fake
+def _(A, B, library):
+    return A.new_empty(_out_shape(A, B))
+
+
+def _setup_backward(ctx, inputs, output):
+    A, B, library = inputs
+    ctx.save_for_backward(A, B)
+    ctx.library = library
+
+
+def _backward(ctx, grad):
+    # dA = dC @ B^T and dB = A^T @ dC, through the same kernels (B^T of a contiguous B is a TN operand)
+    A, B = ctx.saved_tensors
+    grad = grad.contiguous()
+    dA = torch.ops.hgemm.matmul(grad, B.transpose(-1, -2), ctx.library) if ctx.needs_input_grad[0] else None
+    dB = torch.ops.hgemm.matmul(A.transpose(-1, -2).contiguous(), grad, ctx.library) \
+        if ctx.needs_input_grad[1] else None
+    return dA, dB, None
+
+
+_matmul.register_autograd(_backward, setup_context=_setup_backward)
+
+
+@torch.library.custom_op("hgemm::matmul_out", mutates_args=("out",))
+def _matmul_out(A: torch.Tensor, B: torch.Tensor, library: str, out: torch.Tensor) -> None:
+    if tuple(out.shape) != _out_shape(A, B) or out.dtype != A.dtype or out.device != A.device:
+        raise ValueError(f"hgemm.matmul: out is {tuple(out.shape)} {out.dtype} on {out.device}, the product "
+                         f"is {_out_shape(A, B)} {A.dtype} on {A.device}")
+    _run(A, B, library, out)
+
+
+@_matmul_out.register_fake
+def _(A, B, library, out):
+    return None
+
+
+def matmul(A: torch.Tensor, B: torch.Tensor, *, out: torch.Tensor | None = None,
+           library: str | Path | None = None) -> torch.Tensor:
+    """C = A @ B for fp16 CUDA tensors (2-D, or 3-D batched), dispatched to the library's kernel for the
+    shape, on the current stream. B may be K x N contiguous (layout NN) or the transpose of a contiguous
+    N x K tensor (TN, e.g. an nn.Linear weight `.t()`): no copy either way. `out`: write C there
+    (contiguous, the product's shape and dtype) and return it. `library`: a tune folder (table.json and
+    kernels/), by default results/tune."""
+    path = os.fspath(library) if library is not None else _DEFAULT_PATH
+    if out is None:
+        return torch.ops.hgemm.matmul(A, B, path)
+    torch.ops.hgemm.matmul_out(A, B, path, out)
+    return out

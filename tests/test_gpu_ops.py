@@ -1,0 +1,83 @@
+"""GPU: torch.ops.hgemm.matmul on torch's current stream, inside a CUDA graph, under torch.compile and
+with out=, each against a float64 product of the same fresh random inputs."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+torch = pytest.importorskip("torch")
+
+import hgemm  # noqa: E402
+from conftest import ROOT  # noqa: E402
+
+# the tuned library the repository ships (benchmarks/tune); any tune folder works
+LIBRARY = ROOT / "benchmarks" / "tune"
+SHAPES = [(1024, 1024, 1024, 1, "NN"), (4095, 4096, 4096, 1, "NN"), (300, 1000, 777, 3, "TN"),
+          (16, 4096, 4096, 1, "NN"), (4096, 4104, 4096, 1, "TN")]
+
+
+def operands(M, N, K, batch, layout, gen):
+    shape = (batch,) if batch > 1 else ()
+    a = torch.randn(*shape, M, K, device="cuda", dtype=torch.float16, generator=gen)
+    if layout == "TN":
+        b = torch.randn(*shape, N, K, device="cuda", dtype=torch.float16, generator=gen).transpose(-1, -2)
+    else:
+        b = torch.randn(*shape, K, N, device="cuda", dtype=torch.float16, generator=gen)
+    return a, b
+
+
+def close(c, a, b):
+    ref = torch.matmul(a.double(), b.double())
+    return (c.double() - ref).abs().max().item() <= 2**-9 * ref.abs().max().item() + 1e-2
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_on_a_side_stream(shape):
+    gen = torch.Generator("cuda").manual_seed(1)
+    a, b = operands(*shape, gen)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        c = hgemm.matmul(a, b, library=LIBRARY)
+        c2 = c * 1  # ordered after the kernel on the same stream
+    torch.cuda.current_stream().wait_stream(side)
+    assert close(c2, a, b)
+
+
+def test_captured_in_a_cuda_graph_and_replayed_on_new_inputs():
+    gen = torch.Generator("cuda").manual_seed(2)
+    a, b = operands(2048, 2048, 2048, 1, "NN", gen)
+    out = torch.empty(2048, 2048, device="cuda", dtype=torch.float16)
+    hgemm.matmul(a, b, out=out, library=LIBRARY)  # compile, load and dispatch outside capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        hgemm.matmul(a, b, out=out, library=LIBRARY)
+    for _ in range(3):
+        a.copy_(torch.randn(a.shape, device="cuda", dtype=torch.float16, generator=gen))
+        b.copy_(torch.randn(b.shape, device="cuda", dtype=torch.float16, generator=gen))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert close(out, a, b)
+
+
+def test_under_torch_compile():
+    gen = torch.Generator("cuda").manual_seed(3)
+    a, b = operands(512, 768, 1024, 4, "NN", gen)
+    f = torch.compile(lambda x, y: torch.relu(hgemm.matmul(x, y, library=LIBRARY)), fullgraph=True)
+    c = f(a, b)
+    ref = torch.relu(torch.matmul(a.double(), b.double()))
+    assert (c.double() - ref).abs().max().item() <= 2**-9 * ref.abs().max().item() + 1e-2
+
+
+def test_gradient_through_the_kernels():
+    gen = torch.Generator("cuda").manual_seed(4)
+    a, b = operands(256, 512, 384, 1, "NN", gen)
+    a.requires_grad_()
+    b.requires_grad_()
+    g = torch.randn(256, 512, device="cuda", dtype=torch.float16, generator=gen)
+    hgemm.matmul(a, b, library=LIBRARY).backward(g)
+    assert close(a.grad, g, b.detach().t()) and close(b.grad, a.detach().t(), g)

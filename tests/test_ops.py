@@ -1,0 +1,116 @@
+"""hgemm.matmul as a torch operator, on the CPU: registration, the fake implementation under
+torch.compile, the out= form, the gradient, the fallback for inputs the kernels do not take, and
+dispatch decided once per shape. The GPU side (current stream, CUDA graphs) is tests/test_gpu_ops.py."""
+
+import json
+import logging
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import hgemm  # noqa: E402
+from conftest import ROOT  # noqa: E402
+from hgemm import ops  # noqa: E402
+from hgemm.problem import Problem  # noqa: E402
+
+NAIVE = (ROOT / "kernels_corpus/reference/naive.cu").read_text()
+MMA = (ROOT / "kernels_corpus/reference/mma_sync.cu").read_text()
+
+
+@pytest.fixture
+def library(tmp_path):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "generic.cu").write_text(NAIVE)
+    (tmp_path / "kernels" / "big.cu").write_text(MMA)
+    table = {"fallback": "generic", "entries": {Problem(4096, 4096, 4096).key: {"kernel": "big"}}}
+    (tmp_path / "table.json").write_text(json.dumps(table))
+    return str(tmp_path)
+
+
+def test_the_ops_are_registered_with_their_schemas():
+    assert hgemm.matmul is ops.matmul
+    assert "Tensor A, Tensor B, str library" in str(torch.ops.hgemm.matmul.default._schema)
+    assert "!) out) -> ()" in str(torch.ops.hgemm.matmul_out.default._schema)
+
+
+@pytest.mark.parametrize("shapes", [((8, 16), (16, 4)), ((3, 8, 16), (3, 16, 4))])
+def test_fake_implementation_gives_the_product_shape(shapes):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        a = torch.empty(shapes[0], dtype=torch.float16)
+        b = torch.empty(shapes[1], dtype=torch.float16)
+        c = torch.ops.hgemm.matmul(a, b, "lib")
+    assert tuple(c.shape) == (*shapes[0][:-1], shapes[1][-1]) and c.dtype == torch.float16
+
+
+def test_opcheck_passes_on_the_fallback_path(library):
+    a, b = torch.randn(8, 16, dtype=torch.float16), torch.randn(16, 4, dtype=torch.float16)
+    torch.library.opcheck(torch.ops.hgemm.matmul.default, (a, b, library),
+                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
+
+
+def test_compiles_without_a_graph_break(library):
+    a, b = torch.randn(8, 16, dtype=torch.float16), torch.randn(16, 4, dtype=torch.float16)
+
+    def f(x, y):
+        return hgemm.matmul(x, y, library=library) * 2
+
+    compiled = torch.compile(f, backend="aot_eager", fullgraph=True)
+    assert torch.allclose(compiled(a, b).float(), (a.float() @ b.float()) * 2, atol=1e-2)
+
+
+def test_out_form_writes_and_returns_out_and_checks_its_shape(library):
+    a, b = torch.randn(8, 16, dtype=torch.float16), torch.randn(16, 4, dtype=torch.float16)
+    out = torch.empty(8, 4, dtype=torch.float16)
+    assert hgemm.matmul(a, b, out=out, library=library) is out
+    assert torch.allclose(out.float(), a.float() @ b.float(), atol=1e-2)
+    with pytest.raises(ValueError, match="out is"):
+        hgemm.matmul(a, b, out=torch.empty(4, 8, dtype=torch.float16), library=library)
+
+
+def test_shapes_that_do_not_multiply_are_a_clear_error(library):
+    with pytest.raises(ValueError, match="do not multiply"):
+        hgemm.matmul(torch.randn(8, 16).half(), torch.randn(15, 4).half(), library=library)
+
+
+def test_gradient_is_the_matmul_gradient(library):
+    a = torch.randn(6, 5, dtype=torch.float16, requires_grad=True)
+    b = torch.randn(5, 3, dtype=torch.float16, requires_grad=True)
+    (hgemm.matmul(a, b, library=library).float() * torch.arange(18.).view(6, 3)).sum().backward()
+    a2, b2 = a.detach().float().requires_grad_(), b.detach().float().requires_grad_()
+    ((a2 @ b2) * torch.arange(18.).view(6, 3)).sum().backward()
+    assert torch.allclose(a.grad.float(), a2.grad, atol=5e-2) and torch.allclose(b.grad.float(), b2.grad, atol=5e-2)
+
+
+def test_unserved_inputs_run_torch_matmul_with_a_reason(library, caplog):
+    a, b = torch.randn(8, 16), torch.randn(16, 4)
+    with caplog.at_level(logging.INFO, logger="hgemm.ops"):
+        out = hgemm.matmul(a, b, library=library)
+    assert torch.allclose(out, a @ b)
+    assert "runs torch.matmul" in caplog.text and "dtypes" in caplog.text
+
+
+def test_without_a_gpu_it_warns_once(library, monkeypatch, recwarn):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(ops, "_said", set())
+    a, b = torch.randn(4, 8, dtype=torch.half), torch.randn(8, 2, dtype=torch.half)
+    for _ in range(3):
+        assert torch.equal(hgemm.matmul(a, b, library=library), torch.matmul(a, b))
+    warned = [w for w in recwarn if issubclass(w.category, RuntimeWarning) and "hgemm.matmul" in str(w.message)]
+    assert len(warned) == 1 and "no CUDA GPU" in str(warned[0].message)
+
+
+def test_dispatch_is_decided_once_per_shape(library, monkeypatch):
+    from hgemm.library import Library
+
+    calls = []
+    real = Library.lookup
+    monkeypatch.setattr(Library, "lookup", lambda self, p: calls.append(p.key) or real(self, p))
+    monkeypatch.setattr(ops, "_choices", {})
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # no kernel to load here
+    for _ in range(3):
+        assert ops.dispatch(library, Problem(4096, 4096, 4096)).name == "big"
+        assert ops.dispatch(library, Problem(24, 40, 50)).name == "big"
+    assert calls == [Problem(4096, 4096, 4096).key, Problem(24, 40, 50).key]

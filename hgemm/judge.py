@@ -43,12 +43,14 @@ def _variables(problem) -> tuple[str, ...]:
 
 class KernelJudge:
     def __init__(self, options: EvalOptions | None = None, gpu: bool | None = None, arch: str | None = None,
-                 verify_timeout_s: float = 60.0, timing_timeout_s: float = 600.0, compile_workers: int | None = None):
+                 verify_timeout_s: float = 60.0, timing_timeout_s: float = 600.0, compile_workers: int | None = None,
+                 gpus: list[int] | None = None):
         self.options = options or EvalOptions()
         self.gpu = bool(visible_gpus()) if gpu is None else gpu
         self.arch = arch
         self.compile_workers = compile_workers
-        self._pool_kw = {"verify_timeout_s": verify_timeout_s, "timing_timeout_s": timing_timeout_s}
+        # gpus: where the pool times (None: every visible GPU); see hgemm.pool.evaluation_gpus
+        self._pool_kw = {"verify_timeout_s": verify_timeout_s, "timing_timeout_s": timing_timeout_s, "gpus": gpus}
         self._pool = None
 
     @property

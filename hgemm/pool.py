@@ -43,6 +43,21 @@ def visible_gpus() -> list[int]:
     return list(range(count))
 
 
+def evaluation_gpus(setting: str | list[int], visible: list[int], policy_gpus: int = 1) -> list[int]:
+    """The GPUs the evaluation pool times on while a policy trains on the first `policy_gpus` visible
+    ones. "auto": the others when there are any (timing then never shares a GPU with training), else
+    the same GPUs (the RL step waits for its rewards, so nothing trains while they are timed); "all":
+    every visible GPU; a list: those, each of which must be visible."""
+    if setting == "auto":
+        return visible[policy_gpus:] or visible
+    if setting == "all":
+        return list(visible)
+    missing = [g for g in setting if g not in visible]
+    if missing:
+        raise ValueError(f"eval_gpus {setting}: GPU(s) {missing} not visible (visible: {visible})")
+    return list(setting)
+
+
 def compile_all(named_texts: list[tuple[str, str]], layouts=("NN", "TN"), arch: str | None = None,
                 workers: int | None = None, sass: bool = False) -> list[tuple[Entry | None, dict]]:
     """Parse and compile many candidates in parallel (nvcc runs as subprocesses, so threads suffice);

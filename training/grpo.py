@@ -32,6 +32,7 @@ from transformers.trainer_utils import get_last_checkpoint
 from hgemm.entry import EvalOptions
 from hgemm.files import write_json
 from hgemm.judge import KernelJudge
+from hgemm.pool import evaluation_gpus, visible_gpus
 from training.model import SAMPLING_ATTENTION, load_causal_lm, load_tokenizer, stop_token_ids
 from training.pretrain import TrainClock, _checkpoint_state, environment
 from training.rewards import KernelReward, class_rewards
@@ -87,6 +88,7 @@ class JudgeSettings:
     baselines: list[str]  # the reward is against the strongest of these
     distributions: list[str]
     recheck_sets: int
+    eval_gpus: str | list[int]  # auto, all or GPU indices: where rewards are timed (hgemm.pool.evaluation_gpus)
 
     def make_judge(self):
         options = EvalOptions(
@@ -95,8 +97,13 @@ class JudgeSettings:
             seed=None,  # fresh inputs on every evaluation: a re-check really is a second opinion
         )
         gpu = None if self.gpu == "auto" else bool(self.gpu)
+        visible = visible_gpus()
+        gpus = evaluation_gpus(self.eval_gpus, visible) if visible else None
+        if gpus:
+            print(f"rewards are timed on GPU(s) {gpus}; the policy trains on GPU {visible[0]}", flush=True)
         return KernelJudge(options, gpu=gpu, arch=self.arch, verify_timeout_s=self.verify_timeout_s,
-                           timing_timeout_s=self.timing_timeout_s, compile_workers=self.compile_workers)
+                           timing_timeout_s=self.timing_timeout_s, compile_workers=self.compile_workers,
+                           gpus=gpus)
 
 
 # ------------------------------------------------------------------------------ policy and prompts

@@ -42,6 +42,7 @@ class CorpusConfig:
     # once more with itself shown (rl_general's tasks.show_reference). 0: none.
     context_framings: int
     family_variants: int  # rendered seed-family variants
+    tuned_table: str | None  # a tune's table.json whose winners are framed with their measured speeds
     include_tasks: bool  # the general task suite's reference solutions
     frame_examples: bool  # seed variants and task solutions as prompt -> candidate -> <|end|>
     licence_allowlist: list  # SPDX ids, case-insensitive
@@ -71,6 +72,7 @@ def collect(cfg: CorpusConfig, skips: Counter, missing: list[str]):
     if cfg.include_tasks:
         yield from harvest.harvest_tasks(missing, framed, with_reference=framed and cfg.context_framings > 0)
     yield from harvest.harvest_family_variants(cfg.family_variants, cfg.seed, missing, cfg.frame_examples)
+    yield from harvest.harvest_tuned(cfg.tuned_table, missing)
     yield from harvest.harvest_packages(cfg, skips, missing)
 
 

@@ -11,6 +11,7 @@ import fnmatch
 import glob
 import importlib
 import importlib.metadata as md
+import json
 import logging
 import random
 import re
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from hgemm.candidate import SpecError, parse_spec
-from hgemm.problem import load_grid
+from hgemm.problem import Problem, load_grid
 from kernels_corpus.framing import CANDIDATE_TOKEN, END_TOKEN, PROBLEM_TOKEN, format_training_example, reference_block
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ PROJECT_LICENCE = "project"
 # Enough of a file's head to recognise binary content without reading whole archives.
 BINARY_SNIFF_BYTES = 8192
 # The values of Document.source: what a pretraining mix can weight (pretrain.train.source_weights).
-SOURCES = ("package", "family_variant", "reference", "task")
+SOURCES = ("package", "family_variant", "reference", "task", "tuned")
 
 
 @dataclass(frozen=True)
@@ -284,6 +285,45 @@ def harvest_family_variants(n: int, seed: int, missing: list[str], framed: bool 
         if framed:
             text = frame_family_variant(name, text, rng)
         yield Document(text, "family_variant", PROJECT_PACKAGE, version, f"families/{name}", PROJECT_LICENCE)
+
+
+def tuned_comment(entry: dict, gpu: str) -> str:
+    """The first line of a tuned kernel's document: what it measured on the shape it won."""
+    return (f"// measured on {gpu}: {entry['time_us']:.1f} us, {entry['speedup_vs_best']:.2f}x the strongest "
+            f"baseline ({entry['best_baseline']})")
+
+
+def harvest_tuned(table_path: str | None, missing: list[str]) -> Iterator[Document]:
+    """The tuned library's winners, each the answer to a prompt for the shape it won: the kernel in the
+    families' short form (includes, launch spec, one instantiating entry) under a comment with its
+    measured time and speedup against the strongest baseline, and the prompt showing the fastest
+    reference kernel timed on that shape with its speedup, as rl_hgemm's contrastive prompts do. These
+    are the performance hints a model learns from which configuration suits which shape."""
+    if not table_path:
+        return
+    all_params = _lazy("kernels_corpus.families", "all_params", missing)
+    if all_params is None:
+        return
+    table_file = Path(resolve_project_path(table_path))
+    table = json.loads(table_file.read_text())
+    renders = {fam.name(p): (fam, p) for fam, p in all_params()}
+    gpus = (table.get("env") or {}).get("gpus") or [{}]
+    gpu = gpus[0].get("name", "the tuning GPU")
+    version = project_version()
+    for key, entry in sorted(table.get("entries", {}).items()):
+        if entry.get("kernel") not in renders or not isinstance(entry.get("speedup_vs_best"), (int, float)):
+            continue  # a kernel no family renders (a reference, a model's) or one never timed
+        fam, params = renders[entry["kernel"]]
+        problem = Problem.from_key(key, entry.get("shape_class", "adhoc"))
+        context = []
+        references = {name: s for name, s in (entry.get("references") or {}).items()
+                      if (table_file.parent / "kernels" / f"{name}.cu").is_file()}
+        if references:
+            name = max(references, key=references.get)
+            context = [((table_file.parent / "kernels" / f"{name}.cu").read_text(), float(references[name]))]
+        answer = tuned_comment(entry, gpu) + "\n" + fam.render(params)
+        yield Document(format_training_example(problem, answer, context=context), "tuned", PROJECT_PACKAGE,
+                       version, f"tuned/{key}:{entry['kernel']}", PROJECT_LICENCE)
 
 
 def harvest_tasks(missing: list[str], framed: bool = True, with_reference: bool = False) -> Iterator[Document]:

@@ -2,6 +2,7 @@
 rule corpus:
     input:
         config=stage_config("corpus"),
+        tuned=config_file("corpus", "tuned_table"),
     output:
         metrics=out("corpus", "metrics.json"),
         stats=report(out("corpus", "stats.md"), category="Corpus"),

@@ -131,7 +131,7 @@ def test_filters_drop_reasons():
 def _config(site: Path, heldout: Path | None = None, **kw) -> CorpusConfig:
     return settings(CorpusConfig, "corpus", packages=["fakecuda", "closedcuda", "absent-pkg"],
                     search_paths=[str(site)], extensions=[".cu", ".cuh", ".h"], reference_globs=[], family_variants=0,
-                    include_tasks=False, min_bytes=64, heldout_globs=[str(heldout)] if heldout else [],
+                    tuned_table=None, include_tasks=False, min_bytes=64, heldout_globs=[str(heldout)] if heldout else [],
                     validation_fraction=0.5, **kw)
 
 
@@ -273,3 +273,29 @@ def test_default_dedup_keeps_both_framings_of_a_task():
     assert deduplicate(docs, s, progress=False).kept == list(range(len(docs)))
     strict = dataclasses.replace(s, near_dup_exempt_sources=())
     assert len(deduplicate(docs, strict, progress=False).kept) < len(docs)  # what the exemption prevents
+
+
+def test_tuned_winners_are_framed_with_their_measured_speed(tmp_path):
+    from kernels_corpus.families import mma_sync
+
+    root = Path(__file__).resolve().parents[1]
+    params = mma_sync.variants()[0]
+    name = mma_sync.name(params)
+    (tmp_path / "kernels").mkdir()
+    reference = (root / "kernels_corpus/reference/mma_sync.cu").read_text()
+    (tmp_path / "kernels" / "reference_mma_sync.cu").write_text(reference)
+    entry = {"kernel": name, "time_us": 12.5, "speedup_vs_best": 0.87, "best_baseline": "cublas",
+             "shape_class": "aligned", "references": {"reference_mma_sync": 0.05}}
+    table = {"env": {"gpus": [{"name": "NVIDIA H200"}]}, "fallback": "reference_mma_sync", "entries": {
+        "b1_m1024_n1024_k1024_NN": entry,
+        "b1_m64_n64_k64_NN": dict(entry, kernel="reference_mma_sync"),  # not a family render: left out
+    }}
+    (tmp_path / "table.json").write_text(json.dumps(table))
+    docs = list(harvest.harvest_tuned(str(tmp_path / "table.json"), []))
+    assert [d.source for d in docs] == ["tuned"] and docs[0].path == f"tuned/b1_m1024_n1024_k1024_NN:{name}"
+    text = docs[0].text
+    prompt, answer = text.split("<|candidate|>\n")
+    assert "shape: M=1024 N=1024 K=1024 batch=1" in prompt
+    assert "reference kernel 1, 0.05x the fastest baseline" in prompt and reference.strip() in prompt
+    assert answer.startswith("// measured on NVIDIA H200: 12.5 us, 0.87x the strongest baseline (cublas)\n")
+    assert mma_sync.render(params).strip() in answer and answer.endswith("<|end|>")

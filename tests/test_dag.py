@@ -23,11 +23,11 @@ pytest.importorskip("snakemake")
 
 
 def workflow_copy(tmp_path: Path) -> Path:
-    """The workflow in a temporary folder: code linked, configs copied (tests edit them), so results/,
-    work/ and .snakemake/ never touch the checkout."""
+    """The workflow in a temporary folder: code and committed results (the tuned table the corpus frames)
+    linked, configs copied (tests edit them), so results/, work/ and .snakemake/ never touch the checkout."""
     wf = tmp_path / "wf"
     wf.mkdir()
-    for name in ("Snakefile", "rules", "profiles", "hgemm", "stages", "training", "kernels_corpus"):
+    for name in ("Snakefile", "rules", "profiles", "hgemm", "stages", "training", "kernels_corpus", "benchmarks"):
         (wf / name).symlink_to(ROOT / name)
     shutil.copytree(ROOT / "configs", wf / "configs")
     return wf

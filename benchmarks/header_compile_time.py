@@ -17,6 +17,7 @@ import importlib
 import json
 import os
 import resource
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{r['variant']:45s} {r['layout']}  wall {wall:5.2f} s  cpu {cpu:5.2f} s")
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     Path(args.out).write_text(json.dumps({
-        "command": "python -m benchmarks.header_compile_time " + " ".join(argv or __import__("sys").argv[1:]),
+        "command": "python -m benchmarks.header_compile_time " + " ".join(argv or sys.argv[1:]),
         "nvcc": nvcc_version(), "cpus_allowed": affinity, "rows": rows,
         "max_wall_s": max(r["wall_s"] for r in rows), "max_cpu_s": max(r["cpu_s"] for r in rows),
     }, indent=1))

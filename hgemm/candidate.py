@@ -24,6 +24,12 @@ cdiv(a, b), round_up(a, b), min(...), max(...). An expression of literals alone 
 spec is parsed (a grid dimension outside CUDA's range, a negative smem or workspace); one that uses
 variables is checked for each problem by LaunchSpec.launch_dims.
 
+A candidate may include the project's device headers, `#include <hgemm/NAME.cuh>` (hgemm/include/,
+the one user include path the compiler gets), and CUDA's own headers named in CUDA_HEADERS or under
+cuda/ and cooperative_groups/. Any other include (a quoted name, an absolute path, a `..` component, a
+header outside that list) is a SpecError naming its line: a candidate must not read files of the
+machine it is compiled on.
+
 The HGEMM kernel ABI, in this order:
     (const __half* A, const __half* B, __half* C, int M, int N, int K, int batch, void* workspace,
      const __grid_constant__ CUtensorMap <one per tensor_map line, in order>)
@@ -35,6 +41,7 @@ import ast
 import hashlib
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 SPEC_OPEN = "/*@launch"
 SPEC_CLOSE = "@*/"
@@ -43,6 +50,20 @@ KNOWN_FIELDS = ("entry", "block", "grid", "smem", "workspace", "layouts", "tenso
 SWIZZLES = (0, 32, 64, 128)
 OPERANDS = ("A", "B", "C")
 GRID_LIMITS = (2**31 - 1, 65535, 65535)  # CUDA's maximum grid dimensions x, y, z
+# Headers of the CUDA toolkit and the C/C++ standard library a candidate may include by name; any
+# name under these folders of the toolkit is allowed too, and hgemm/ names the project's own headers.
+CUDA_HEADERS = frozenset({
+    "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h",
+    "mma.h", "math_constants.h", "cuda_pipeline.h", "cuda_pipeline_primitives.h", "cuda_awbarrier.h",
+    "cooperative_groups.h", "vector_types.h", "vector_functions.h", "device_launch_parameters.h",
+    "stdint.h", "stddef.h", "limits.h", "float.h", "math.h", "stdio.h",
+    "cstdint", "cstddef", "climits", "cfloat", "cmath", "cstdio", "type_traits", "utility", "limits",
+})
+CUDA_HEADER_DIRS = ("cuda/", "cooperative_groups/")
+PROJECT_HEADER_DIR = "hgemm/"
+# The project's device headers (package data): where `#include <hgemm/...>` resolves, the one user
+# include path hgemm.compile gives nvcc.
+INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 
 
 class SpecError(ValueError):
@@ -324,10 +345,85 @@ def parse_spec(text: str, variables: tuple[str, ...] = GEMM_VARIABLES) -> Launch
     return LaunchSpec(entry, block, grid, scalars["smem"], scalars["workspace"], layouts, tuple(tensor_maps))
 
 
+def _code_lines(text: str) -> list[str]:
+    """The text's lines as the preprocessor reads directives: comments blanked (not inside string or
+    char literals) and backslash-newlines joined, the joined line under its first line's number."""
+    out, i, n, state, pending = [], 0, len(text), None, 0
+    while i < n:
+        c = text[i]
+        if c == "\\" and text.startswith("\n", i + 1):   # a line continuation, in every state
+            pending += 1
+            i += 2
+            continue
+        if c == "\n":
+            out.append("\n" * (1 + pending))
+            pending = 0
+            if state != "block":
+                state = None
+        elif state is None:
+            if text.startswith("//", i):
+                state = "line"
+            elif text.startswith("/*", i):
+                state, i = "block", i + 1
+                out.append(" ")
+            else:
+                if c in "\"'":
+                    state = c
+                out.append(c)
+        elif state == "block":
+            if text.startswith("*/", i):
+                state, i = None, i + 1
+        elif state != "line":   # inside a string or char literal: kept as written
+            out.append(c)
+            if c == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 1
+            elif c == state:
+                state = None
+        i += 1
+    return "".join(out).split("\n")
+
+
+_DIRECTIVE = re.compile(r"\s*#\s*(include|include_next|import)\b\s*(.*)")
+
+
+def _include_error(target: str) -> str | None:
+    """Why one include target is refused, or None when it is allowed."""
+    if not (target.startswith("<") and target.endswith(">")):
+        kind = "a quoted include" if target.startswith('"') else "not a <header> name"
+        return f"{kind}; only <hgemm/...> and CUDA's own headers can be included"
+    name = target[1:-1].strip()
+    parts = name.split("/")
+    if name.startswith("/") or "\\" in name or any(p in ("", ".", "..") for p in parts):
+        return "a header path must be a plain relative name (no absolute path, '..', '.' or empty component)"
+    if name.startswith(PROJECT_HEADER_DIR):
+        if not (INCLUDE_DIR / name).is_file():
+            have = ", ".join(sorted(p.name for p in (INCLUDE_DIR / PROJECT_HEADER_DIR).glob("*.cuh")))
+            return f"no project header '{name}' (there are: {have})"
+        return None
+    if name in CUDA_HEADERS or name.startswith(CUDA_HEADER_DIRS):
+        return None
+    return (f"'{name}' is not a header a candidate may include (the project's <hgemm/...> and CUDA's own: "
+            f"cuda_fp16.h, cuda_bf16.h, cuda.h, mma.h, cuda/..., stdint.h, ...)")
+
+
+def check_includes(text: str) -> None:
+    """Raise SpecError for the first include a candidate may not use (see the module docstring)."""
+    for number, line in enumerate(_code_lines(text), 1):
+        m = _DIRECTIVE.match(line)
+        if not m:
+            continue
+        directive, target = m.group(1), m.group(2).strip()
+        why = (f"#{directive} is not allowed; use #include" if directive != "include" else _include_error(target))
+        if why:
+            raise SpecError("include", f"line {number}: '#{directive} {target}': {why}")
+
+
 def parse_candidate(text: str, variables: tuple[str, ...] = GEMM_VARIABLES) -> Candidate:
     """Parse and validate a candidate text; raises SpecError naming the bad field."""
     if not isinstance(text, str) or not text.strip():
         raise SpecError("source", "empty candidate")
+    check_includes(text)
     spec = parse_spec(text, variables)
     if not _entry_declared(text, spec.entry):
         raise SpecError("entry", f"no extern \"C\" __global__ function named '{spec.entry}' in the source")

@@ -3,6 +3,11 @@
 Compilation is the only thing a CPU-only machine can do with a candidate, so it is complete on its
 own: it reports registers, static shared memory, spills and stack frame, and a compile result is a
 classified value, never an exception.
+
+The compiler sees the project's device headers (INCLUDE_DIR, `#include <hgemm/...>`) and CUDA's own,
+nothing else of the machine: the candidate is compiled alone in a scratch folder, with no include path
+from the environment, and hgemm.candidate rejects any other include before it gets here. The cache key
+holds a hash of the header files, so editing a header recompiles the kernels that may use it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .candidate import Candidate
+from .candidate import INCLUDE_DIR, Candidate
 
 try:
     import nvidia  # namespace package of the PyPI CUDA wheels (nvidia-cuda-nvcc, ...), where installed
@@ -33,7 +38,9 @@ COMPILE_TIMEOUT_S = 120.0
 # whatever file the text came from) name it; name_source() puts the user's file name in their place.
 SOURCE_NAME = "kernel.cu"
 _SOURCE_REF = re.compile(r"(?<![\w/.-])" + re.escape(SOURCE_NAME) + r"(?!\w)")
-CACHE_VERSION = "3"  # bump when the cached metadata (e.g. the ptxas parse) changes
+CACHE_VERSION = "4"  # bump when the cached metadata (e.g. the ptxas parse) or the key's parts change
+# Environment variables through which nvcc or the host preprocessor would add include paths or flags.
+_ENV_LEAKS = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
 
 
 @dataclass
@@ -129,6 +136,25 @@ _USED_LINE = re.compile(r"Used (\d+) registers[^\n]*")
 _GMEM = re.compile(r"ptxas info\s*: (\d+) bytes gmem")
 
 
+def include_hash(include_dir: str | os.PathLike = INCLUDE_DIR) -> str:
+    """A hash of every file under the include directory (relative path and content), so that a
+    cached cubin is only reused with the headers it was compiled against."""
+    h = hashlib.sha256()
+    root = Path(include_dir)
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:24]
+
+
+def nvcc_command(nvcc: str, flags: list[str], include_dir: str | os.PathLike, src: Path, out: Path) -> list[str]:
+    """The nvcc command line for one candidate: its flags plus the device headers' include path."""
+    return [nvcc, "-cubin", *flags, "-I", str(include_dir), "-o", str(out), str(src)]
+
+
+def _compile_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in _ENV_LEAKS}
+
+
 def parse_ptxas_report(text: str, entry: str) -> Resources | None:
     """Resources of `entry` from `-Xptxas -v` output; None when ptxas compiled no such entry."""
     res = None
@@ -150,6 +176,14 @@ def parse_ptxas_report(text: str, entry: str) -> Resources | None:
     return res
 
 
+def compile_flags(arch: str, layout: str = "NN", extra_flags: tuple[str, ...] = ()) -> list[str]:
+    """nvcc flags of one candidate build (the include path aside): the layout is a -D define."""
+    flags = list(BASE_FLAGS) + [gencode(arch), "-Xptxas", "-v"] + list(extra_flags)
+    if layout == "TN":
+        flags.append("-DHGEMM_LAYOUT_TN")
+    return flags
+
+
 def compile_candidate(
     candidate: Candidate,
     layout: str = "NN",
@@ -157,13 +191,15 @@ def compile_candidate(
     extra_flags: tuple[str, ...] = (),
     cache_dir: str | os.PathLike | None = None,
     timeout: float = COMPILE_TIMEOUT_S,
+    include_dir: str | os.PathLike | None = None,
 ) -> CompileResult:
-    """Compile one candidate for one layout. Never raises for a bad kernel: see CompileResult.ok/error."""
+    """Compile one candidate for one layout. Never raises for a bad kernel: see CompileResult.ok/error.
+    include_dir replaces INCLUDE_DIR (tests of edited headers)."""
     arch = arch or detect_arch()
-    flags = list(BASE_FLAGS) + [gencode(arch), "-Xptxas", "-v"] + list(extra_flags)
-    if layout == "TN":
-        flags.append("-DHGEMM_LAYOUT_TN")
-    key = hashlib.sha256("\0".join([CACHE_VERSION, candidate.source, *flags, nvcc_version()]).encode()).hexdigest()[:24]
+    include_dir = Path(include_dir) if include_dir else INCLUDE_DIR
+    flags = compile_flags(arch, layout, extra_flags)
+    key = hashlib.sha256("\0".join([CACHE_VERSION, candidate.source, *flags, nvcc_version(),
+                                    include_hash(include_dir)]).encode()).hexdigest()[:24]
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     cubin, meta = cache / f"{key}.cubin", cache / f"{key}.json"
     if meta.exists():
@@ -183,15 +219,16 @@ def compile_candidate(
     with tempfile.TemporaryDirectory(prefix="hgemm-nvcc-") as tmp:
         src, out = Path(tmp, SOURCE_NAME), Path(tmp, "kernel.cubin")
         src.write_text(candidate.source)
-        cmd = [nvcc, "-cubin", *flags, "-o", str(out), str(src)]
+        cmd = nvcc_command(nvcc, flags, include_dir, src, out)
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp, env=_compile_env())
         except subprocess.TimeoutExpired:
             # not cached: a timeout may be load on the machine rather than the kernel
             return CompileResult(False, arch, layout, key, error=f"compile timed out after {timeout:.0f} s",
                                  seconds=time.perf_counter() - t0)
         seconds = time.perf_counter() - t0
-        log = (proc.stdout + proc.stderr).replace(tmp + "/", "")
+        # errors name the candidate as SOURCE_NAME and a header as hgemm/<name>, not by machine paths
+        log = (proc.stdout + proc.stderr).replace(tmp + "/", "").replace(str(include_dir) + "/", "")
         if proc.returncode != 0 or not out.exists():
             result = CompileResult(False, arch, layout, key, error=_trim(log), seconds=seconds)
         else:

@@ -87,3 +87,53 @@ def test_extract_from_model_completion():
     completion = "Here is a kernel:\n```cuda\n" + NAIVE + "```\nDone."
     assert extract_candidate_text(completion).strip() == NAIVE.strip()
     assert extract_candidate_text(NAIVE) == NAIVE
+
+
+# ---------------------------------------------------------------- includes
+
+INCLUDE_OK = [
+    "#include <hgemm/common.cuh>",
+    "#include <hgemm/mma_sync_gemm.cuh>",
+    "#include <cuda_fp16.h>",
+    "#  include <cuda_bf16.h>",
+    "#include <cuda/barrier>",
+    "#include <cooperative_groups/memcpy_async.h>",
+    "#include <stdint.h>",
+    "#include <cstdint>",
+    '// #include "local.h" in a comment',
+    '/* #include "x.h"\n#include "y.h" */',
+    'const char* s = "#include \\"z.h\\"";',
+]
+INCLUDE_BAD = [
+    ('#include "kernel.cuh"', "quoted include"),
+    ("#include </etc/passwd>", "plain relative name"),
+    ("#include <hgemm/../../secret.h>", "plain relative name"),
+    ("#include <cuda/../../etc/x.h>", "plain relative name"),
+    ("#include <hgemm/nonexistent.cuh>", "no project header 'hgemm/nonexistent.cuh'"),
+    ("#include <thrust/sort.h>", "not a header a candidate may include"),
+    ("#include <unistd.h>", "not a header a candidate may include"),
+    ("#include KERNEL_HEADER", "not a <header> name"),
+    ("#include_next <cuda_fp16.h>", "#include_next is not allowed"),
+    ("#import <cuda.h>", "#import is not allowed"),
+    ('#inc\\\nlude "split.h"', "quoted include"),
+]
+
+
+@pytest.mark.parametrize("line", INCLUDE_OK)
+def test_allowed_includes_parse(line):
+    text = f"{line}\n" + with_spec("entry: k\nblock: 32\ngrid: 1")
+    assert parse_candidate(text).spec.entry == "k"
+
+
+@pytest.mark.parametrize("line,why", INCLUDE_BAD)
+def test_other_includes_are_spec_errors_naming_the_line(line, why):
+    text = "#include <cuda_fp16.h>\n\n" + f"{line}\n" + with_spec("entry: k\nblock: 32\ngrid: 1")
+    with pytest.raises(SpecError) as err:
+        parse_candidate(text)
+    msg = str(err.value)
+    assert err.value.field == "include" and "line 3:" in msg and why in msg, msg
+    assert "\n" not in msg
+
+
+def test_raw_cuda_without_includes_still_parses():
+    assert parse_candidate(with_spec("entry: k\nblock: 32\ngrid: 1")).spec.entry == "k"

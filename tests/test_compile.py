@@ -99,3 +99,90 @@ def test_atomic_copy_survives_concurrent_writers(tmp_path):
         list(ex.map(lambda _: _atomic_copy(src, dst), range(400)))
     assert dst.read_bytes() == src.read_bytes()
     assert [p.name for p in dst.parent.iterdir()] == ["key.cubin"]
+
+
+# ---------------------------------------------------------------- the device headers
+
+HEADER_KERNEL = """#include <hgemm/probe.cuh>
+/*@launch
+entry: k
+block: 32
+grid: 1
+@*/
+extern "C" __global__ void k(const __half* A, const __half* B, __half* C, int M, int N, int K, int batch,
+                             void* workspace) {
+  if (threadIdx.x == 0) C[0] = __float2half(hgemm_probe());
+}
+"""
+
+
+def _probe_include(root, value: int):
+    (root / "hgemm").mkdir(parents=True, exist_ok=True)
+    (root / "hgemm" / "probe.cuh").write_text(
+        f"#pragma once\n#include <cuda_fp16.h>\n__device__ inline float hgemm_probe() {{ return {value}.f; }}\n")
+    return root
+
+
+def test_the_include_hash_covers_every_header_file(tmp_path):
+    from hgemm.compile import include_hash
+
+    inc = _probe_include(tmp_path / "inc", 1)
+    before = include_hash(inc)
+    assert include_hash(inc) == before
+    (inc / "hgemm" / "probe.cuh").write_text((inc / "hgemm" / "probe.cuh").read_text() + "// a comment\n")
+    assert include_hash(inc) != before
+    (inc / "hgemm" / "other.cuh").write_text("#pragma once\n")
+    assert len({before, include_hash(inc)}) == 2
+
+
+@needs_nvcc
+def test_a_header_edit_invalidates_cached_cubins(tmp_path):
+    inc = _probe_include(tmp_path / "inc", 1)
+    cache = tmp_path / "cache"
+    # the parser checks <hgemm/...> against the package's headers: build the candidate directly
+    from hgemm.candidate import Candidate, parse_spec
+
+    cand = Candidate(HEADER_KERNEL, parse_spec(HEADER_KERNEL))
+    first = compile_candidate(cand, "NN", arch="sm_90a", cache_dir=cache, include_dir=inc)
+    again = compile_candidate(cand, "NN", arch="sm_90a", cache_dir=cache, include_dir=inc)
+    assert first.ok, first.error
+    assert again.cached and again.key == first.key
+    _probe_include(inc, 2)
+    edited = compile_candidate(cand, "NN", arch="sm_90a", cache_dir=cache, include_dir=inc)
+    assert edited.ok and not edited.cached and edited.key != first.key
+    assert (cache / f"{first.key}.cubin").read_bytes() != (cache / f"{edited.key}.cubin").read_bytes()
+
+
+@needs_nvcc
+def test_compile_sees_no_include_path_of_the_environment(tmp_path, monkeypatch):
+    """CPATH (and the like) would put a folder of the machine before the system headers: a stdint.h
+    there must not be what the candidate gets."""
+    leak = tmp_path / "leak"
+    leak.mkdir()
+    (leak / "stdint.h").write_text('#error "a header from the environment was included"\n')
+    monkeypatch.setenv("CPATH", str(leak))
+    monkeypatch.setenv("CPLUS_INCLUDE_PATH", str(leak))
+    monkeypatch.setenv("NVCC_APPEND_FLAGS", f"-I{leak}")
+    text = "#include <stdint.h>\n" + (ROOT / "kernels_corpus/reference/naive.cu").read_text()
+    res = compile_candidate(parse_candidate(text), "NN", arch="sm_90a", cache_dir=tmp_path / "cache")
+    assert res.ok, res.error
+
+
+@needs_nvcc
+def test_header_errors_name_the_header_not_the_machine_path(tmp_path):
+    from hgemm.candidate import Candidate, parse_spec
+
+    inc = _probe_include(tmp_path / "inc", 1)
+    (inc / "hgemm" / "probe.cuh").write_text("#pragma once\n__device__ inline float hgemm_probe() { return nope; }\n")
+    res = compile_candidate(Candidate(HEADER_KERNEL, parse_spec(HEADER_KERNEL)), "NN", arch="sm_90a",
+                            cache_dir=tmp_path / "cache", include_dir=inc)
+    assert not res.ok and "hgemm/probe.cuh(2): error" in res.error and str(inc) not in res.error
+
+
+@needs_nvcc
+def test_the_mma_sync_example_compiles_through_the_harness(tmp_path):
+    """docs/examples/mma_sync_odd.cu: a kernel composed from <hgemm/common.cuh> pieces, with its spec."""
+    entry, info = compile_entry("mma_sync_odd", (ROOT / "docs/examples/mma_sync_odd.cu").read_text(), arch="sm_90a")
+    assert entry is not None, info
+    for layout, res in info["resources"].items():
+        assert res["spill_stores"] == res["spill_loads"] == 0 and res["registers"] <= 255, (layout, res)

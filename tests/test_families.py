@@ -2,7 +2,8 @@
 
 The fragment-mapping test emulates, in numpy, the mma_sync kernel's swizzled smem layout, its
 ldmatrix lane addressing and the m16n8k16 fragment layouts (PTX ISA), mirroring the index formulas
-of kernels_corpus/families/mma_sync.py, so a wrong lane or swizzle formula fails here on a CPU.
+of hgemm/include/hgemm/common.cuh (swizzle_offset) and mma_sync_gemm.cuh (FragOffsets), so a wrong
+lane or swizzle formula fails here on a CPU.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import subprocess
 import numpy as np
 import pytest
 
-from hgemm.candidate import parse_candidate
+from hgemm.candidate import INCLUDE_DIR, parse_candidate
+from hgemm.compile import compile_candidate
 from hgemm.problem import Problem
 from kernels_corpus import families
 from kernels_corpus.families import batched_small, mma_sync, skinny, wgmma
 
 FAMILY_MODULES = (mma_sync, skinny, batched_small, wgmma)
+HEADER_FAMILIES = (mma_sync, skinny, batched_small)   # renders that instantiate a header template
 EDGE_PROBLEMS = [
     Problem(1, 1, 1), Problem(1, 4096, 4096), Problem(17, 31, 7, batch=3), Problem(4097, 4095, 8193),
     Problem(128, 128, 128, batch=256), Problem(16384, 16384, 16384), Problem(64, 14336, 4096, layout="TN"),
@@ -46,6 +49,20 @@ def test_family_renders_and_parses(fam):
             fam.applicable(p, prob)                               # a hint, but must not raise
 
 
+@pytest.mark.parametrize("fam", HEADER_FAMILIES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_header_family_renders_are_an_include_a_spec_and_one_entry(fam):
+    """The kernel lives in the headers: a render is a comment line, the include, the spec and an entry
+    whose body is one statement instantiating a template."""
+    for p in fam.variants():
+        text = fam.render(p)
+        spec = text[text.index("/*@launch"):text.index("@*/") + 3]
+        code = [line for line in text.replace(spec, "").splitlines() if line.strip()]
+        assert code[0].startswith("// ") and code[1] == f"#include <hgemm/{fam.HEADER}>", code
+        assert len(code) == 7 and code[2].startswith('extern "C" __global__ void __launch_bounds__('), code
+        assert code[-1] == "}" and code[-2].startswith("  hgemm::") and code[-2].endswith("::run(A, B, C, M, N, K, batch, workspace);")
+        assert "__device__" not in text and "asm" not in text and text.count("__global__") == 1
+
+
 def test_all_and_sample_variants_are_deterministic():
     allv = families.all_variants()
     assert len(allv) == sum(len(m.variants()) for m in FAMILY_MODULES)
@@ -64,7 +81,7 @@ def test_skinny_applicability():
 # ---------------------------------------------------------------- mma_sync fragment emulation
 
 def _swz(r: int, c: int, cpr: int) -> int:
-    """Byte offset of chunk c of row r (mirror of swz<CPR> in the kernel)."""
+    """Byte offset of chunk c of row r (mirror of hgemm::swizzle_offset<CPR>)."""
     if cpr == 4:
         return (r * 4 + (c ^ ((r >> 1) & 3))) * 16
     return (r * cpr + (c ^ (r & 7))) * 16
@@ -169,7 +186,7 @@ def _compile(text: str, layout: str, tmp_path) -> str:
     src = tmp_path / "k.cu"
     src.write_text(text)
     cmd = [NVCC, "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-Xptxas", "-v",
-           str(src), "-o", str(tmp_path / f"k_{layout}.cubin")]
+           "-I", str(INCLUDE_DIR), str(src), "-o", str(tmp_path / f"k_{layout}.cubin")]
     if layout == "TN":
         cmd.insert(1, "-DHGEMM_LAYOUT_TN")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -196,9 +213,10 @@ def test_sample_compiles_without_spills(fam, tmp_path):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
-@pytest.mark.parametrize("fam", FAMILY_MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+@pytest.mark.parametrize("fam", [wgmma], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
 def test_first_variant_compiles_without_spills(fam, tmp_path):
-    """The fast run's share of test_sample_compiles_without_spills (slow): one variant, one layout."""
+    """The fast run's share of test_sample_compiles_without_spills (slow): one variant, one layout.
+    (The header families: test_header_family_instantiations_compile_through_the_harness.)"""
     p = fam.variants()[0]
     text = fam.render(p)
     layout = parse_candidate(text).spec.layouts[0]
@@ -207,6 +225,72 @@ def test_first_variant_compiles_without_spills(fam, tmp_path):
     assert spills and not any(spills), f"{fam.name(p)} {layout} spills:\n{report}"
     assert int(re.search(r"Used (\d+) registers", report).group(1)) <= 255
     assert not any(int(x) for x in re.findall(r"(\d+) bytes gmem", report)), "module-scope state"
+
+
+# Spill bytes (stores + loads) ptxas 13.0 gives the mma.sync 64x128 tiles with pair loads, in every
+# split-K variant, keyed by (tile and stages, layout): 8-byte stack frames in the misaligned main loop
+# (element loads do not spill). Every other instantiation has none.
+KNOWN_SPILLS = {
+    ("mma_sync_64x128x32_w2x2_s2", "NN"): 8, ("mma_sync_64x128x32_w2x2_s2", "TN"): 8,
+    ("mma_sync_64x128x32_w2x2_s3", "NN"): 8, ("mma_sync_64x128x32_w2x2_s4", "NN"): 8,
+    ("mma_sync_64x128x64_w2x2_s2", "NN"): 16, ("mma_sync_64x128x64_w2x2_s3", "TN"): 16,
+    ("mma_sync_64x128x64_w2x2_s4", "TN"): 16,
+}
+
+
+def _harness_compile(fam, p, layout, cache) -> str:
+    """Compile one instantiation the way the harness does (hgemm.compile); a failure message or ''."""
+    cand = parse_candidate(fam.render(p))
+    res = compile_candidate(cand, layout, arch="sm_90a", cache_dir=cache)
+    r = res.resources
+    if not res.ok:
+        return f"{fam.name(p)} {layout}: {res.error[:500]}"
+    name = fam.name(p)
+    known = KNOWN_SPILLS.get((name[:name.index("_g")], layout), 0) if name.endswith("_mp") else 0
+    if r.spill_stores + r.spill_loads != known or r.stack_frame > (8 if known else 0) or r.gmem or r.registers > 255:
+        return f"{name} {layout}: {r}"
+    return ""
+
+
+def _instantiations(fam, params):
+    return [(fam, p, layout) for p in params for layout in parse_candidate(fam.render(p)).spec.layouts]
+
+
+# A handful of each header family: the first variant, a split-K one and (mma_sync) an element-loads one.
+HARNESS_PICKS = {
+    "mma_sync": lambda vs: [vs[0], next(p for p in vs if p["split_k"] == 16), dict(vs[1], misaligned_loads="elem")],
+    "skinny": lambda vs: [vs[0], next(p for p in vs if p["kind"] == "tn" and p["split_k"] > 1)],
+    "batched_small": lambda vs: [vs[-1]],
+}
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+@pytest.mark.parametrize("fam", HEADER_FAMILIES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_header_family_instantiations_compile_through_the_harness(fam, tmp_path):
+    """A few instantiations of each header family compile through hgemm.compile (the include path the
+    harness gives candidates) for sm_90a without spills (beyond KNOWN_SPILLS), stack or module-scope state."""
+    picks = HARNESS_PICKS[fam.__name__.rsplit(".", 1)[-1]](fam.variants())
+    jobs = _instantiations(fam, picks)
+    if fam is mma_sync:
+        jobs = jobs[::2] + jobs[3:4]   # NN of each pick, and one TN
+    failures = [msg for msg in (_harness_compile(f, p, layout, tmp_path) for f, p, layout in jobs) if msg]
+    assert not failures, failures
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+def test_every_header_family_instantiation_compiles_without_spills(tmp_path):
+    """Every variant of mma_sync, skinny and batched_small, each layout it supports, through the
+    harness's compile path: no spills (beyond KNOWN_SPILLS, exactly those), no stack frame, no
+    module-scope state, <= 255 registers."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = [job for fam in HEADER_FAMILIES for job in _instantiations(fam, fam.variants())]
+    assert len(jobs) == 2 * (len(mma_sync.variants()) + len(batched_small.variants())) + len(skinny.variants())
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
+        failures = [m for m in ex.map(lambda job: _harness_compile(*job, tmp_path), jobs) if m]
+    assert not failures, failures
 
 
 # ---------------------------------------------------------------- wgmma family
@@ -372,18 +456,14 @@ def test_wgmma_ldg_loader_writes_what_tma_would(layout, shape, pair):
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
 def test_mma_sync_pair_loads_realign_like_element_loads(tmp_path):
-    """The mma.sync family's pair loads for misaligned rows (misaligned_loads: pair): the kernel's own
-    realign16 and pair_blocks, compiled by nvcc for the host, give for every even offset and every
-    in-range count exactly the 8 elements the element loads would (out-of-range ones zero), and read
-    a block only when it holds an in-range byte."""
-    p = dict(bm=64, bn=128, bk=32, warps_m=2, warps_n=2, min_blocks=2, stages=3, split_k=1, group_m=8,
-             misaligned_loads="pair")
-    src = mma_sync.render(p)
-    helper = src[src.index("// Host-callable so tests can run it. (begin realign16)"):src.index("// (end realign16)")]
+    """The mma.sync family's pair loads for misaligned rows (misaligned_loads: pair): hgemm::realign16
+    and hgemm::pair_blocks (hgemm/realign.cuh, which the kernels include), compiled by nvcc for the
+    host, give for every even offset and every in-range count exactly the 8 elements the element
+    loads would (out-of-range ones zero), and read a block only when it holds an in-range byte."""
     prog = tmp_path / "realign.cu"
     prog.write_text("\n".join([
-        "#include <cstdio>\n#include <cstdint>\n#include <cuda_runtime.h>",
-        helper,
+        "#include <cstdio>\n#include <cstdint>\n#include <cuda_runtime.h>\n#include <hgemm/realign.cuh>",
+        "using hgemm::pair_blocks;\nusing hgemm::realign16;",
         r"""int main() {
   uint32_t w[8];
   for (int i = 0; i < 8; ++i) w[i] = 0x9E3779B9u * (i + 1) ^ 0x85EBCA6Bu;   // distinct 16-bit halves
@@ -397,7 +477,8 @@ def test_mma_sync_pair_loads_realign_like_element_loads(tmp_path):
 }""",
     ]))
     exe = tmp_path / "realign"
-    subprocess.run([NVCC, "-std=c++17", "-o", str(exe), str(prog)], check=True, capture_output=True, timeout=300)
+    subprocess.run([NVCC, "-std=c++17", "-I", str(INCLUDE_DIR), "-o", str(exe), str(prog)], check=True,
+                   capture_output=True, timeout=300)
     rows = [list(map(int, line.split())) for line in
             subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=60).stdout.split("\n") if line]
     words = np.array([(0x9E3779B9 * (i + 1) ^ 0x85EBCA6B) & 0xFFFFFFFF for i in range(8)], "<u4")

@@ -1,7 +1,8 @@
 """Batched-small HGEMM family: many 64..1024-sized GEMMs in one launch on tensor cores.
 
-The kernel is the mma_sync family's (cp.async ring, swizzled smem, ldmatrix, m16n8k16, zero-filled
-edges, run-time misaligned path) with grid = (tiles per matrix, 1, batch): every (tile, batch) pair
+The kernel is the mma_sync family's template, hgemm::MmaSyncGemm (hgemm/include/hgemm/mma_sync_gemm.cuh:
+cp.async ring, swizzled smem, ldmatrix, m16n8k16, zero-filled edges, a run-time path for misaligned
+rows, here with element loads) with grid = (tiles per matrix, 1, batch): every (tile, batch) pair
 is an independent CTA, so batch supplies the parallelism that one small matrix cannot. What differs
 is the tile menu: small CTA tiles (32..128) with 2..4 warps and 2..3 stages, so that a 128x128x128
 problem still yields 4..16 CTAs per matrix, K loops of only 2..16 steps waste little on pipeline
@@ -14,6 +15,8 @@ from __future__ import annotations
 import itertools
 
 from . import mma_sync
+
+HEADER = mma_sync.HEADER   # the renders are mma_sync's
 
 # (BM, BN, BK, WARPS_M, WARPS_N, MIN_BLOCKS); MIN_BLOCKS as in mma_sync (largest spill-free value).
 TILES = [

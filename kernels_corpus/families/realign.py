@@ -1,32 +1,13 @@
-"""CUDA shared by the families that load rows TMA and cp.async cannot (pitches not 16-byte aligned):
-the realignment of one 16-byte chunk from the two aligned blocks it straddles. The mma.sync family's
-pair loads and the wgmma family's ldg loader both splice REALIGN16 into their kernels, and
-tests/test_families.py compiles it for the host (between the begin/end markers) and runs it."""
+"""The realignment of one 16-byte chunk from the two aligned blocks it straddles, for families that
+splice it into their own text: REALIGN16 is `pair_blocks` and `realign16` of
+hgemm/include/hgemm/realign.cuh, from the comment that opens them to the end marker, read from the
+header so that the header is the one place the code lives. Kernels that include <hgemm/common.cuh> get it as
+hgemm::realign16."""
 
-REALIGN16 = r"""// A chunk of 8 fp16 elements starting `off` bytes (even, 0..14) into an aligned 16-byte block lies in
-// that block and the next. The chunk is bytes [off, off + 16) of the two blocks (lo, hi), shifted by
-// whole words (selects) and a half word (a 64-bit shift), with elements at or past `keep` (in-range
-// elements, may be <= 0) zeroed.
-// Host-callable so tests can run it. (begin realign16)
-__host__ __device__ __forceinline__ int pair_blocks(uint32_t off, int keep) {
-  // blocks holding in-range bytes: none, lo, or lo and hi
-  return keep <= 0 ? 0 : (off != 0 && 16 < static_cast<int>(off) + 2 * keep) ? 2 : 1;
-}
-__host__ __device__ __forceinline__ uint4 realign16(const uint4& lo, const uint4& hi, uint32_t off, int keep) {
-  const uint32_t v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-  uint32_t t[6], u[5], w[4];
-#pragma unroll
-  for (int j = 0; j < 6; ++j) t[j] = (off & 8) ? v[j + 2] : v[j];
-#pragma unroll
-  for (int j = 0; j < 5; ++j) u[j] = (off & 4) ? t[j + 1] : t[j];
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    w[j] = static_cast<uint32_t>(((static_cast<uint64_t>(u[j + 1]) << 32) | u[j]) >> ((off & 2) ? 16 : 0));
-  if (keep < 8) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) w[j] &= (2 * j < keep ? 0x0000FFFFu : 0u) | (2 * j + 1 < keep ? 0xFFFF0000u : 0u);
-  }
-  return make_uint4(w[0], w[1], w[2], w[3]);
-}
-// (end realign16)
-"""
+from __future__ import annotations
+
+from hgemm.candidate import INCLUDE_DIR
+
+BEGIN, END = "// A chunk of 8 fp16 elements", "// (end realign16)\n"
+_HEADER = (INCLUDE_DIR / "hgemm" / "realign.cuh").read_text()
+REALIGN16 = _HEADER[_HEADER.index(BEGIN):_HEADER.index(END) + len(END)]

@@ -1,8 +1,9 @@
 """GPU probe: what the wgmma family's epilogue costs, from the same kernel with its C stores skipped.
 
-The variant `nostore` guards the aligned-row store (the only one taken when N is even) with a value no
-accumulator takes on these inputs, so the mainloop, the fp16 conversion and the tile schedule stay, and
-only the global stores go. Its results are wrong by design: this probe times it and never verifies it.
+The variant `nostore` guards the aligned-row store of the register epilogue (the only one taken when N
+is even; `store_acc` in hgemm/include/hgemm/epilogue.cuh) with a value no accumulator takes on these
+inputs, so the mainloop, the fp16 conversion and the tile schedule stay, and only the global stores go.
+Both versions compile from the render with its headers pasted in, the one edit apart. Its results are wrong by design: this probe times it and never verifies it.
 Both versions (and torch.matmul, for scale) run back to back on the same inputs, CUDA-event timed over
 a batch of launches each (warm L2: the comparison, not the absolute figure, is the point).
 
@@ -13,12 +14,36 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+from pathlib import Path
 
 SHAPES = [(1, 4096, 4096, 4096), (1, 8192, 8192, 8192), (256, 512, 512, 512), (64, 512, 512, 512),
           (16, 512, 512, 512), (64, 1024, 1024, 1024)]
 TILES = [dict(bm=128, bn=256, consumers=2, stages=4, group_m=8), dict(bm=256, bn=128, consumers=2, stages=4, group_m=8)]
 STORE = "if (c < N) *reinterpret_cast<__half2*>(crow + c) ="
 NOSTORE = "if (c < N && acc[mt][4 * j + 2 * h] == 1.5e-7f) *reinterpret_cast<__half2*>(crow + c) ="
+INCLUDE = Path(__file__).resolve().parents[1] / "hgemm" / "include"
+_INCLUDE_LINE = re.compile(r'\s*#include\s+(?:<(hgemm/[^>]+)>|"([^"]+)")')
+
+
+def inline_headers(text: str) -> str:
+    """A candidate with the hgemm headers it includes pasted in, each once, where it is first included."""
+    seen = set()
+
+    def expand(src: str, here: Path) -> str:
+        out = []
+        for line in src.splitlines():
+            m = _INCLUDE_LINE.match(line)
+            if m:
+                path = (INCLUDE / m.group(1) if m.group(1) else here / m.group(2)).resolve()
+                if path not in seen:
+                    seen.add(path)
+                    out.append(expand(path.read_text(), path.parent))
+            elif line.strip() != "#pragma once":
+                out.append(line)
+        return "\n".join(out)
+
+    return expand(text, INCLUDE)
 
 
 def _time_us(fn, launches: int) -> float:
@@ -51,7 +76,7 @@ def main() -> None:
     ev = GemmEvaluator()
     rows = []
     for params in TILES:
-        text = wgmma.render(params)
+        text = inline_headers(wgmma.render(params))
         assert text.count(STORE) == 1, "the aligned-row store moved: update STORE"
         kernels = {}
         for label, src in (("plain", text), ("nostore", text.replace(STORE, NOSTORE))):

@@ -1,187 +1,329 @@
-"""Header renders against the renders of a git ref: the same machine code for every instantiation?
+"""Header renders against the raw-CUDA renders they replace: the same kernels, proven without a GPU.
 
-For each variant of a family and each layout it supports, the family's render at REF (Python holding
-the CUDA) and the render of this checkout (an include and one entry instantiating a header template)
-are compiled the way the harness compiles candidates (hgemm.compile.compile_candidate: its flags, the
-include path, -DHGEMM_LAYOUT_TN, a cold cache), and compared: ptxas registers, shared memory, spills,
-and the SASS (`cuobjdump -sass`, with addresses, encodings and mangled names normalised). Where the
-SASS differs, the PTX of both is compared with virtual registers renumbered by first use, which tells
-a different program from the same program allocated differently by ptxas. Token counts use the
-method of benchmarks/kernel_token_lengths.py when --tokenizer is given.
+For every variant of a seed family and every layout its spec lists, compiles the render of the family
+module at a git revision (the raw-CUDA text) and the render of the current module (the short text over
+hgemm/include), each cold with the harness's nvcc flags, and compares
 
-    python -m benchmarks.header_equivalence --family mma_sync --tokenizer TOKENIZER_DIR \\
-        --out benchmarks/headers/equivalence_mma_sync.json
+  (a) the ptxas report: registers, static shared memory, spills, stack frame, barriers;
+  (b) the SASS (cuobjdump -sass) of the entry, with addresses, encodings and symbol names taken out
+      and branch targets made relative ("identical"), and the raw instruction words as well
+      ("encoding_identical": the same bits, scheduling control included).
+
+It also records the cold compile time of each (wall and CPU seconds of one nvcc process) and the token
+length of both texts. The results are JSON plus a short markdown summary:
+
+    python -m benchmarks.header_equivalence --family wgmma --old-rev main -j 2 \
+        --out benchmarks/headers/equivalence_wgmma.json
+
+--old-path DIR takes the old family package from a folder instead of a revision (a copy of
+kernels_corpus/families/). --tokenizer DIR counts tokens with a trained tokenizer (stages.tokenizer's
+output); GPT-2 byte-level pre-tokens (kernels_corpus.build.token_counter, a lower bound on any
+byte-level BPE) and bytes (an upper bound) are recorded as well.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import difflib
 import importlib
 import json
+import os
 import re
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from io import BytesIO
 from pathlib import Path
 
-from tqdm import tqdm
-
-from hgemm.candidate import INCLUDE_DIR, parse_candidate
-from hgemm.compile import compile_candidate, compile_flags, find_cuda_tool, find_nvcc, nvcc_version
+from hgemm.candidate import parse_candidate
+from hgemm.compile import BASE_FLAGS, find_cuda_tool, find_nvcc, gencode, parse_ptxas_report
 from hgemm.envinfo import environment
+from kernels_corpus.build import token_counter
 
 ROOT = Path(__file__).resolve().parents[1]
-FAMILIES = ("mma_sync", "skinny", "batched_small")
+INCLUDE = ROOT / "hgemm" / "include"
+FAMILIES_DIR = "kernels_corpus/families"
 ARCH = "sm_90a"
 
-
-def old_family(name: str, ref: str, into: Path):
-    """The family module as it is at git `ref`, importable beside this checkout's."""
-    blob = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "kernels_corpus/families"],
-                          check=True, capture_output=True).stdout
-    with tarfile.open(fileobj=BytesIO(blob)) as tar:
-        tar.extractall(into, filter="data")
-    pkg = into / "ref_families"
-    (into / "kernels_corpus/families").rename(pkg)
-    (pkg / "__init__.py").write_text("")   # the package's own __init__ imports every family
-    sys.path.insert(0, str(into))
-    return importlib.import_module(f"ref_families.{name}")
+_INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*/\*\s*(0x[0-9a-f]+)\s*\*/\s*$")
+_WORD = re.compile(r"^\s*/\*\s*(0x[0-9a-f]+)\s*\*/\s*$")
+_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
+# opcodes whose last operand is a code address
+_BRANCHES = ("BRA", "BSSY", "BRX", "CALL", "JMP", "JMX", "RET", "BREAK", "BPT", "SSY", "PBK", "CAL", "WARPSYNC")
+_TARGET = re.compile(r"(0x[0-9a-f]+)\s*$")
+_SYMBOL = re.compile(r"\b_Z\w+|\$[\w$.]+")
 
 
-_ADDR = re.compile(r"/\*[0-9a-f]{4,}\*/")
-_ENCODING = re.compile(r"/\* 0x[0-9a-f]+ \*/")
-_MANGLED = re.compile(r"_Z[\w$]+")
+def load_old_families(rev: str | None, path: str | None, family: str, scratch: Path):
+    """The family module as it was: kernels_corpus/families/ at `rev` (or the folder `path`) imported as
+    a package of its own, so its relative imports resolve to its own siblings."""
+    pkg = scratch / "old_families"
+    pkg.mkdir(parents=True, exist_ok=True)
+    if path:
+        for f in Path(path).glob("*.py"):
+            (pkg / f.name).write_text(f.read_text())
+    else:
+        names = subprocess.run(["git", "ls-tree", "--name-only", f"{rev}:{FAMILIES_DIR}"], cwd=ROOT, check=True,
+                               capture_output=True, text=True).stdout.split()
+        for name in names:
+            if name.endswith(".py"):
+                text = subprocess.run(["git", "show", f"{rev}:{FAMILIES_DIR}/{name}"], cwd=ROOT, check=True,
+                                      capture_output=True, text=True).stdout
+                (pkg / name).write_text(text)
+    sys.path.insert(0, str(scratch))
+    try:
+        return importlib.import_module(f"old_families.{family}")
+    finally:
+        sys.path.remove(str(scratch))
 
 
-def sass(cubin: str) -> list[str]:
-    """The cubin's SASS, one instruction a line, without addresses, encodings or mangled names."""
-    out = subprocess.run([find_cuda_tool("cuobjdump"), "-sass", cubin], check=True, capture_output=True,
-                         text=True).stdout
-    lines = []
-    for line in out.splitlines():
-        line = _MANGLED.sub("SYM", _ENCODING.sub("", _ADDR.sub("", line))).split()
-        if line:
-            lines.append(" ".join(line))
-    return lines
-
-
-_PTX_REG = re.compile(r"%(rd|r|p|f|fd|rs|h|hh)\d+\b")
-_PTX_LABEL = re.compile(r"\$L__\w+")
-
-
-def ptx_renumbered(text: str, layout: str, tmp: Path) -> list[str]:
-    """The PTX of a candidate with debug lines dropped, mangled names and labels normalised and virtual
-    registers renumbered in order of first use."""
-    src, ptx = tmp / "k.cu", tmp / "k.ptx"
+def compile_cold(text: str, entry: str, layout: str, workdir: Path) -> dict:
+    """One cold nvcc run with the harness's flags (hgemm.compile) plus the include directory: the
+    cubin path, the ptxas resources, wall and CPU seconds of the nvcc process tree."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    src, cubin = workdir / "kernel.cu", workdir / "kernel.cubin"
     src.write_text(text)
-    flags = [f for f in compile_flags(ARCH, layout) if f not in ("-Xptxas", "-v", "-lineinfo")]
-    subprocess.run([find_nvcc(), "-ptx", *flags, "-I", str(INCLUDE_DIR), "-o", str(ptx), str(src)],
-                   check=True, capture_output=True)
-    names: dict[str, str] = {}
-    out = []
-    for line in ptx.read_text().splitlines():
-        line = line.strip()
-        if not line or line.startswith(("//", ".loc", ".file", ".b8", ".reg")) or "info_string" in line:
+    flags = [*BASE_FLAGS, gencode(ARCH), "-Xptxas", "-v", "-I", str(INCLUDE)]
+    if layout == "TN":
+        flags.append("-DHGEMM_LAYOUT_TN")
+    log_path = workdir / "nvcc.log"
+    t0 = time.perf_counter()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([find_nvcc(), "-cubin", *flags, "-o", str(cubin), str(src)], cwd=workdir,
+                                stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)   # the rusage of nvcc and the tools it waited for
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    log = log_path.read_text()
+    res = parse_ptxas_report(log, entry) if proc.returncode == 0 else None
+    return {"ok": res is not None, "cubin": str(cubin), "log": log[-4000:], "resources": res.__dict__ if res else None,
+            "wall_s": round(wall, 3), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3), "flags": flags}
+
+
+def sass(cubin: str, entry: str) -> list[tuple[str, str, str]]:
+    """(normalised instruction, first word, second word) for each instruction of `entry`."""
+    out = subprocess.run([find_cuda_tool("cuobjdump"), "-sass", cubin], check=True, capture_output=True,
+                         text=True).stdout.splitlines()
+    rows, current, pending = [], None, None
+    for line in out:
+        m = _FUNCTION.match(line)
+        if m:
+            current = m.group(1)
             continue
-        line = _PTX_REG.sub(lambda m: names.setdefault(m.group(0), f"%{m.group(1)}_{len(names)}"), line)
-        out.append(_PTX_LABEL.sub("$L", _MANGLED.sub("SYM", line)))
-    return out
+        if current != entry:
+            continue
+        m = _INSN.match(line)
+        if m:
+            pending = (int(m.group(1), 16), m.group(2), m.group(3))
+            continue
+        m = _WORD.match(line)
+        if m and pending:
+            addr, text, w0 = pending
+            rows.append((_normalise(addr, text), w0, m.group(1)))
+            pending = None
+    return rows
 
 
-def compile_pair(job) -> dict:
-    """Compile one instantiation old and new (cold caches) and compare them."""
-    name, layout, old_text, new_text = job
-    row = {"variant": name, "layout": layout}
-    with tempfile.TemporaryDirectory(prefix="hgemm-eq-") as tmp:
-        tmp = Path(tmp)
-        codes = {}
-        for side, text in (("old", old_text), ("new", new_text)):
-            res = compile_candidate(parse_candidate(text), layout, arch=ARCH, cache_dir=tmp / side)
-            if not res.ok:
-                row.update(identical=False, error=f"{side}: {res.error[:2000]}")
-                return row
-            r = res.resources
-            row[f"regs_{side}"], row[f"smem_static_{side}"] = r.registers, r.smem_static
-            row[f"spills_{side}"] = r.spill_stores + r.spill_loads
-            row[f"stack_{side}"] = r.stack_frame
-            row[f"compile_s_{side}"] = round(res.seconds, 2)
-            codes[side] = sass(res.cubin_path)
-        row["sass_lines_old"], row["sass_lines_new"] = len(codes["old"]), len(codes["new"])
-        row["identical"] = codes["old"] == codes["new"]
-        if not row["identical"]:
-            row["sass_lines_differing"] = sum(a != b for a, b in zip(codes["old"], codes["new"])) + abs(
-                len(codes["old"]) - len(codes["new"]))
-            row["ptx_equivalent"] = ptx_renumbered(old_text, layout, tmp) == ptx_renumbered(new_text, layout, tmp)
+def _normalise(addr: int, text: str) -> str:
+    text = _SYMBOL.sub("<sym>", re.sub(r"\s+", " ", text).strip())
+    opcode = re.sub(r"^@!?U?P\w+\s+", "", text).split(" ")[0].split(".")[0]
+    if opcode in _BRANCHES:
+        text = _TARGET.sub(lambda m: f"L{(int(m.group(1), 16) - addr) // 16:+d}", text)
+    return text
+
+
+def _opcodes(rows) -> collections.Counter:
+    return collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", t).split(" ")[0] for t, _, _ in rows)
+
+
+def compare(old: dict, new: dict, entry: str) -> dict:
+    """The ptxas and SASS comparison of two compiles of one entry."""
+    a, b = sass(old["cubin"], entry), sass(new["cubin"], entry)
+    ra, rb = old["resources"], new["resources"]
+    keys = ("registers", "smem_static", "spill_stores", "spill_loads", "stack_frame", "barriers")
+    row = {
+        "identical": [t for t, _, _ in a] == [t for t, _, _ in b],
+        "encoding_identical": [(w0, w1) for _, w0, w1 in a] == [(w0, w1) for _, w0, w1 in b],
+        "resources_identical": all(ra[k] == rb[k] for k in keys),
+        "instructions_old": len(a), "instructions_new": len(b),
+    }
+    if not row["identical"]:
+        oa, ob = _opcodes(a), _opcodes(b)
+        row["same_opcode_mix"] = oa == ob
+        row["opcodes_only_old"] = dict(oa - ob)
+        row["opcodes_only_new"] = dict(ob - oa)
+        ta, tb = [t for t, _, _ in a], [t for t, _, _ in b]
+        hunks = [h for h in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes() if h[0] != "equal"]
+        row["unmatched_lines"] = [sum(i2 - i1 for _, i1, i2, _, _ in hunks), sum(j2 - j1 for _, _, _, j1, j2 in hunks)]
+        row["diff"] = [{"old": ta[i1:i2][:6], "new": tb[j1:j2][:6]} for _, i1, i2, j1, j2 in hunks[:20]]
     return row
 
 
-def token_counter(path: str | None):
-    if not path:
-        return None
-    from training.model import load_tokenizer
+def run_one(job: dict, scratch: Path) -> dict:
+    name, layout = job["name"], job["layout"]
+    work = scratch / f"{name}_{layout}_{abs(hash(job['old_source']))}"
+    old = compile_cold(job["old_text"], name, layout, work / "old")
+    new = compile_cold(job["new_text"], name, layout, work / "new")
+    row = {"variant": name, "layout": layout, "old_source": job["old_source"], "compiled_old": old["ok"],
+           "compiled_new": new["ok"]}
+    if old["ok"] and new["ok"]:
+        row |= compare(old, new, name)
+    else:
+        row |= {"identical": False, "error_old": "" if old["ok"] else old["log"], "error_new": "" if new["ok"] else new["log"]}
+    for side, c in (("old", old), ("new", new)):
+        res = c["resources"] or {}
+        row |= {f"regs_{side}": res.get("registers"), f"smem_static_{side}": res.get("smem_static"),
+                f"spills_{side}": (res.get("spill_stores", 0) + res.get("spill_loads", 0)) if res else None,
+                f"compile_wall_s_{side}": c["wall_s"], f"compile_cpu_s_{side}": c["cpu_s"]}
+    return row
 
-    tok = load_tokenizer(path)
-    return lambda text: len(tok(text, add_special_tokens=False)["input_ids"])
+
+def summary_markdown(result: dict) -> str:
+    rows = result["rows"]
+    same = sum(r["identical"] for r in rows)
+    bits = sum(r.get("encoding_identical", False) for r in rows)
+    regs = sum(r.get("resources_identical", False) for r in rows)
+    walls = [r["compile_wall_s_new"] for r in rows]
+    cpus = [r["compile_cpu_s_new"] for r in rows]
+    old_walls = [r["compile_wall_s_old"] for r in rows]
+    toks = result["tokens"]
+    lines = [
+        f"# Header renders against raw-CUDA renders: {result['family']}",
+        "",
+        f"`{result['command']}`; nvcc {result['env']['nvcc']}, `{' '.join(result['flags'])}` "
+        f"(+ `-DHGEMM_LAYOUT_TN` for TN), old render from `{result['old']}`.",
+        "",
+        f"- SASS identical (addresses, encodings and symbols normalised): **{same} of {len(rows)}** instantiations "
+        f"({len(result['variants'])} variants x their layouts); the same instruction words, scheduling control "
+        f"bits included: {bits} of {len(rows)}.",
+        f"- ptxas resources (registers, static smem, spills, stack, barriers) identical: {regs} of {len(rows)}; "
+        f"spills in the header renders: {sum(bool(r['spills_new']) for r in rows)}.",
+        f"- Cold compile of one instantiation (one nvcc process, {result['jobs']} at a time on "
+        f"{result['cpus']} cores): header render {min(walls):.2f}-{max(walls):.2f} s wall, "
+        f"{min(cpus):.2f}-{max(cpus):.2f} s CPU; raw render {min(old_walls):.2f}-{max(old_walls):.2f} s wall.",
+        f"- Render length ({result['token_unit']}): raw {toks['old_min']}-{toks['old_max']}, header "
+        f"{toks['new_min']}-{toks['new_max']}; at most {toks['old_pretokens_max']} and {toks['new_pretokens_max']} "
+        f"GPT-2 pre-tokens, {toks['old_bytes_max']} and {toks['new_bytes_max']} bytes.",
+    ]
+    specs = sum(t["spec_identical"] for t in result["per_variant_tokens"].values())
+    lines.append(f"- Launch specs identical (entry, block, grid, smem, workspace, layouts, tensor maps): {specs} of "
+                 f"{len(result['per_variant_tokens'])} variants.")
+    lib = result["library_rows"]
+    if lib:
+        lines.append(f"- The kernel library `{result['library']}`: its stored texts of this family (the raw renders it was "
+                     f"tuned with) against the header renders of the same names: "
+                     f"{sum(r['identical'] for r in lib)} of {len(lib)} identical.")
+    if result["variants_differ"]:
+        lines.append(f"- The variant lists differ: {result['variants_differ']}")
+    differing = [r for r in rows + lib if not r["identical"]]
+    if differing:
+        lines += ["", "## Instantiations whose SASS differs", "",
+                  "Opcodes only in one of the two, and the lines a diff leaves unmatched (old/new); the JSON's `diff` "
+                  "holds the first hunks.", "",
+                  "| variant | layout | old text | regs old/new | instructions old/new | only old | only new | unmatched |",
+                  "|---|---|---|---|---|---|---|---|"]
+        fmt = lambda d: ", ".join(f"{k} {v}" for k, v in sorted(d.items())) or "-"
+        lines += [f"| {r['variant']} | {r['layout']} | {r['old_source']} | {r['regs_old']}/{r['regs_new']} | "
+                  f"{r.get('instructions_old')}/{r.get('instructions_new')} | {fmt(r.get('opcodes_only_old', {}))} | "
+                  f"{fmt(r.get('opcodes_only_new', {}))} | {'/'.join(map(str, r.get('unmatched_lines', [])))} |"
+                  for r in differing]
+    lines += ["", "## Per variant", "", "| variant | layout | SASS | regs old/new | compile s old/new | tokens old/new |",
+              "|---|---|---|---|---|---|"]
+    for r in rows:
+        t = result["per_variant_tokens"][r["variant"]]
+        lines.append(f"| {r['variant']} | {r['layout']} | {'identical' if r['identical'] else 'differs'} | "
+                     f"{r['regs_old']}/{r['regs_new']} | {r['compile_wall_s_old']:.2f}/{r['compile_wall_s_new']:.2f} | "
+                     f"{t['old']}/{t['new']} |")
+    return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> None:
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--family", required=True, choices=FAMILIES)
-    ap.add_argument("--ref", default="main", help="git ref whose renders are the reference (default: main)")
-    ap.add_argument("--jobs", type=int, default=2, help="compiles in parallel (each nvcc uses one core)")
-    ap.add_argument("--limit", type=int, default=None, help="only the first N variants (a quick look)")
-    ap.add_argument("--tokenizer", default=None, help="a tokenizer folder (stages.tokenizer output) for token counts")
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args(argv)
+    ap.add_argument("--family", required=True, help="a module of kernels_corpus/families, e.g. wgmma")
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--old-rev", default="main", help="git revision holding the raw-CUDA family (default main)")
+    src.add_argument("--old-path", help="a folder holding the old kernels_corpus/families/*.py instead")
+    ap.add_argument("-j", "--jobs", type=int, default=2, help="compiles at a time")
+    ap.add_argument("--tokenizer", default=None, help="a trained tokenizer folder (default: GPT-2 pre-tokens)")
+    ap.add_argument("--only", default=None, help="a regex: only variants whose names match")
+    ap.add_argument("--extra", action="append", default=[],
+                    help="a module attribute holding more parameter dicts to check (e.g. EPILOGUE_SMEM_PROBE)")
+    ap.add_argument("--library", default=None,
+                    help="a kernel library folder (e.g. benchmarks/tune): its stored kernels/<name>.cu of this "
+                         "family against the header render of the same name as well")
+    ap.add_argument("--out", required=True, help="the JSON results; the markdown summary goes beside it (.md)")
+    args = ap.parse_args()
     if find_nvcc() is None or find_cuda_tool("cuobjdump") is None:
-        sys.exit("header_equivalence: needs nvcc and cuobjdump (pip install nvidia-cuda-cuobjdump)")
+        sys.exit("needs nvcc and cuobjdump (the CUDA toolkit, or pip install nvidia-cuda-nvcc nvidia-cuda-cuobjdump)")
 
-    new = importlib.import_module(f"kernels_corpus.families.{args.family}")
-    count = token_counter(args.tokenizer)
-    with tempfile.TemporaryDirectory(prefix="hgemm-ref-") as ref_dir:
-        old = old_family(args.family, args.ref, Path(ref_dir))
-        params = old.variants()[:args.limit]
-        assert [new.name(p) for p in new.variants()[:args.limit]] == [old.name(p) for p in params], \
-            "the variant lists differ: compare renders of the same parameters"
+    new_fam = importlib.import_module(f"kernels_corpus.families.{args.family}")
+    count, unit = token_counter(args.tokenizer)
+    count_pre, pre_unit = token_counter(None)
+    with tempfile.TemporaryDirectory(prefix="hgemm-equiv-") as tmp:
+        scratch = Path(tmp)
+        old_fam = load_old_families(None if args.old_path else args.old_rev, args.old_path, args.family, scratch)
+        variants = new_fam.variants()
+        names = {new_fam.name(p) for p in variants}
+        for attr in args.extra:
+            for p in getattr(new_fam, attr):
+                if new_fam.name(p) not in names:
+                    variants.append(p)
+                    names.add(new_fam.name(p))
+        if args.only:
+            variants = [p for p in variants if re.search(args.only, new_fam.name(p))]
+        old_names, new_names = [old_fam.name(p) for p in old_fam.variants()], [new_fam.name(p) for p in new_fam.variants()]
+        differ = "" if old_names == new_names else f"only old: {sorted(set(old_names) - set(new_names))}, only new: {sorted(set(new_names) - set(old_names))}"
         jobs, tokens = [], {}
-        for p in params:
-            old_text, new_text = old.render(p), new.render(p)
-            assert parse_candidate(old_text).spec == parse_candidate(new_text).spec, f"{new.name(p)}: spec changed"
-            if count:
-                tokens[new.name(p)] = {"old": count(old_text), "new": count(new_text)}
-            jobs += [(new.name(p), layout, old_text, new_text) for layout in parse_candidate(new_text).spec.layouts]
+        for p in variants:
+            name = new_fam.name(p)
+            old_text, new_text = old_fam.render(p), new_fam.render(p)
+            old_spec, new_spec = parse_candidate(old_text).spec, parse_candidate(new_text).spec
+            tokens[name] = {"old": count(old_text), "new": count(new_text),
+                            "old_pretokens": count_pre(old_text), "new_pretokens": count_pre(new_text),
+                            "old_bytes": len(old_text.encode()), "new_bytes": len(new_text.encode()),
+                            "spec_identical": old_spec == new_spec}
+            for layout in new_spec.layouts:
+                jobs.append({"name": name, "layout": layout, "old_text": old_text, "new_text": new_text,
+                             "old_source": f"render at {args.old_path or args.old_rev}"})
+        if args.library:
+            by_name = {new_fam.name(p): p for p in variants}
+            for f in sorted(Path(args.library, "kernels").glob("*.cu")):
+                if f.stem in by_name:
+                    new_text = new_fam.render(by_name[f.stem])
+                    for layout in parse_candidate(new_text).spec.layouts:
+                        jobs.append({"name": f.stem, "layout": layout, "old_text": f.read_text(), "new_text": new_text,
+                                     "old_source": str(f.relative_to(ROOT) if f.is_relative_to(ROOT) else f)})
         t0 = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=args.jobs) as ex:
-            rows = list(tqdm(ex.map(compile_pair, jobs), total=len(jobs), desc=args.family))
-    for row in rows:
-        row.update({f"tokens_{k}": v for k, v in tokens.get(row["variant"], {}).items()})
-    identical = sum(r["identical"] for r in rows)
-    summary = {
-        "instantiations": len(rows), "identical": identical,
-        "ptx_equivalent_sass_differs": sum(bool(r.get("ptx_equivalent")) for r in rows if not r["identical"]),
-        "errors": sum("error" in r for r in rows),
-        "same_registers": sum(r.get("regs_old") == r.get("regs_new") for r in rows),
-        "spills_new": sum(r.get("spills_new", 0) for r in rows),
-        "max_compile_s_new": max((r.get("compile_s_new", 0) for r in rows), default=0),
-        "max_compile_s_old": max((r.get("compile_s_old", 0) for r in rows), default=0),
-        "wall_s": round(time.perf_counter() - t0, 1),
-    }
-    if tokens:
-        summary["max_tokens_old"] = max(t["old"] for t in tokens.values())
-        summary["max_tokens_new"] = max(t["new"] for t in tokens.values())
+        with ThreadPoolExecutor(args.jobs) as pool:
+            rows = list(pool.map(lambda j: run_one(j, scratch), jobs))
+        elapsed = time.perf_counter() - t0
+    library_rows = [r for r in rows if not r["old_source"].startswith("render at")]
+    rows = [r for r in rows if r["old_source"].startswith("render at")]
+    for r in rows:
+        r |= {"tokens_old": tokens[r["variant"]]["old"], "tokens_new": tokens[r["variant"]]["new"],
+              "spec_identical": tokens[r["variant"]]["spec_identical"]}
+    tok = {"old_min": min(t["old"] for t in tokens.values()), "old_max": max(t["old"] for t in tokens.values()),
+           "new_min": min(t["new"] for t in tokens.values()), "new_max": max(t["new"] for t in tokens.values()),
+           "old_bytes_max": max(t["old_bytes"] for t in tokens.values()),
+           "new_bytes_max": max(t["new_bytes"] for t in tokens.values()),
+           "old_pretokens_max": max(t["old_pretokens"] for t in tokens.values()),
+           "new_pretokens_max": max(t["new_pretokens"] for t in tokens.values())}
+    result = {"command": "python -m benchmarks.header_equivalence " + " ".join(sys.argv[1:]), "family": args.family, "old": args.old_path or args.old_rev, "jobs": args.jobs, "cpus": os.cpu_count(),
+              "flags": [*BASE_FLAGS, gencode(ARCH), "-Xptxas", "-v", "-I", "hgemm/include"], "token_unit": unit,
+              "pretoken_unit": pre_unit,
+              "env": environment(None), "seconds": round(elapsed, 1), "variants": [new_fam.name(p) for p in variants],
+              "variants_differ": differ, "tokens": tok, "per_variant_tokens": tokens, "rows": rows,
+              "identical": sum(r["identical"] for r in rows), "instantiations": len(rows),
+              "library": args.library, "library_rows": library_rows}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "command": "python -m benchmarks.header_equivalence " + " ".join(sys.argv[1:] if argv is None else argv),
-        "family": args.family, "ref": args.ref, "arch": ARCH, "nvcc": nvcc_version(), "jobs": args.jobs,
-        "flags": compile_flags(ARCH, "TN") + ["-I", "hgemm/include"], "tokenizer": args.tokenizer,
-        "env": environment(None), "summary": summary, "rows": rows,
-    }, indent=1))
-    print(json.dumps(summary, indent=1))
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    out.with_suffix(".md").write_text(summary_markdown(result))
+    print(f"{result['identical']} of {len(rows)} instantiations identical"
+          + (f"; library kernels: {sum(r['identical'] for r in library_rows)} of {len(library_rows)}" if library_rows else "")
+          + f"; {out}")
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ def operand_shape(operand: str, problem) -> tuple[int, int, int]:
 
 def staged_operands(spec, problem) -> list[StagedOperand]:
     """The staged copies of a spec's `staged=1` tensor maps, in the order of their lines, packed from
-    the start of the workspace. Kernels compute the same offsets (kernels_corpus/families/wgmma.py)."""
+    the start of the workspace. Kernels compute the same offsets (hgemm/include/hgemm/staged_loader.cuh)."""
     out, offset = [], 0
     for t in spec.tensor_maps:
         if t.staged:

@@ -8,9 +8,11 @@ lane or swizzle formula fails here on a CPU.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -39,8 +41,9 @@ def test_family_renders_and_parses(fam):
         text = fam.render(p)
         cand = parse_candidate(text)
         assert cand.spec.entry == fam.name(p)
-        # (a macro may stand before `void`: the wgmma family's cluster dimensions)
-        assert re.search(r'extern "C" __global__ (?:\w+ )?void __launch_bounds__\([^)]*\)\s*' + cand.spec.entry + r"\(", text)
+        # (an attribute may stand before `void`: the wgmma family's __cluster_dims__)
+        assert re.search(r'extern "C" __global__ (?:\w+(?:\([^)]*\))? )?void __launch_bounds__\([^)]*\)\s*'
+                         + cand.spec.entry + r"\(", text)
         for prob in EDGE_PROBLEMS:
             env = dict(prob.variables(), num_sms=132)
             grid, block, smem, ws = cand.spec.launch_dims(env)   # raises on an out-of-range grid
@@ -182,11 +185,11 @@ def test_mma_sync_fragment_mapping(layout, tile):
 NVCC = shutil.which("nvcc")
 
 
-def _compile(text: str, layout: str, tmp_path) -> str:
-    src = tmp_path / "k.cu"
+def _compile(text: str, layout: str, tmp_path, name: str = "k") -> str:
+    src = tmp_path / f"{name}_{layout}.cu"
     src.write_text(text)
     cmd = [NVCC, "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-Xptxas", "-v",
-           "-I", str(INCLUDE_DIR), str(src), "-o", str(tmp_path / f"k_{layout}.cubin")]
+           "-I", str(INCLUDE_DIR), str(src), "-o", str(tmp_path / f"{name}_{layout}.cubin")]
     if layout == "TN":
         cmd.insert(1, "-DHGEMM_LAYOUT_TN")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -329,7 +332,7 @@ def _wgmma_read_mnmajor(smem, start, lbo, sbo, n):
 @pytest.mark.parametrize("tile", [(128, 256, 2), (256, 128, 2), (128, 192, 2), (128, 128, 1), (128, 64, 1)])
 def test_wgmma_smem_descriptor_model(layout, tile):
     """One pipeline stage: the kernel's TMA destinations and descriptor start/LBO/SBO (mirrored from
-    kernels_corpus/families/wgmma.py) reproduce A @ B under the PTX canonical-layout model."""
+    hgemm/include/hgemm/wgmma.cuh) reproduce A @ B under the PTX canonical-layout model."""
     bm, bn, consumers = tile
     wm, bk = bm // consumers, 64
     rng = np.random.default_rng(1)
@@ -358,100 +361,6 @@ def test_wgmma_smem_descriptor_model(layout, tile):
                 acc += a @ b
             C[cw * wm + mt * 64: cw * wm + mt * 64 + 64] = acc
     np.testing.assert_array_equal(C, A @ B)
-
-
-def _ldg_segment_chunks(mem: np.ndarray, first: int, valid: int, reads: list, pair: bool = False) -> list[np.ndarray]:
-    """The ldg loader on one 64-element segment, mirrored from wgmma.py (ldg_blocks + realign): `mem`
-    is global memory as bytes, `first` the segment's byte address; each 16-byte block read is appended
-    to `reads`. pair: every lane loads the block after its own (LDG_PAIR) instead of taking it from
-    lane c + 1 by shuffle. Returns the 8 chunks (8 fp16 each) the 8 lanes of the group store."""
-    off = first & 15
-    span = off + 2 * valid
-    zero = np.zeros(4, "<u4")
-    own, loaded_next = [], []
-    for c in range(8):                                 # ldg_blocks
-        blk = (first & ~15) + 16 * c
-        if valid > 0 and 16 * c < span:
-            own.append(mem[blk:blk + 16].view("<u4"))
-            reads.append(blk)
-        else:
-            own.append(zero)
-        if (pair or c == 7) and off and 16 * (c + 1) < span:
-            loaded_next.append(mem[blk + 16:blk + 32].view("<u4"))
-            reads.append(blk + 16)
-        else:
-            loaded_next.append(zero)
-    chunks = []
-    for c in range(8):                                 # realign
-        # LDG_PAIR: the lane's own second load; else __shfl_down_sync(…, 1, 8), lane 7 its loaded block
-        nxt = loaded_next[c] if pair or c == 7 else own[c + 1]
-        v = [int(x) for x in own[c]] + [int(x) for x in nxt]
-        t = [v[j + 2] if off & 8 else v[j] for j in range(6)]
-        u = [t[j + 1] if off & 4 else t[j] for j in range(5)]
-        w = [((u[j + 1] << 32 | u[j]) >> (16 if off & 2 else 0)) & 0xFFFFFFFF for j in range(4)]  # __funnelshift_r
-        keep = valid - 8 * c
-        if keep < 8:
-            w = [x & ((0xFFFF if 2 * j < keep else 0) | (0xFFFF0000 if 2 * j + 1 < keep else 0)) for j, x in enumerate(w)]
-        chunks.append(np.array(w, dtype="<u4").view(np.uint16))
-    return chunks
-
-
-@pytest.mark.parametrize("pair", [False, True], ids=["shfl", "pair"])
-@pytest.mark.parametrize("layout", ["NN", "TN"])
-@pytest.mark.parametrize("shape", [(131, 129, 127), (130, 67, 129), (64, 64, 70)])
-def test_wgmma_ldg_loader_writes_what_tma_would(layout, shape, pair):
-    """The ldg loader's segments, loads, realignment, zero fill and swizzled stores (mirrored from
-    kernels_corpus/families/wgmma.py) fill every stage of shapes with odd K or N exactly as TMA boxes
-    over zero-padded operands would, from operands at a 2-byte (not 16-byte) aligned address, and
-    read no 16-byte block that holds none of the operand's bytes."""
-    M, N, K = shape
-    bm, bn = 128, 128                                  # the ldg tile
-    rng = np.random.default_rng(2)
-    a = rng.integers(1, 60000, (M, K)).astype(np.uint16)
-    b = rng.integers(1, 60000, (N, K) if layout == "TN" else (K, N)).astype(np.uint16)
-    base = 34                                          # operand start: 2 bytes past a 16-byte boundary
-
-    def memory(x):
-        mem = np.full(base + x.nbytes + 64, 0xAB, np.uint8)
-        mem[base:base + x.nbytes] = x.reshape(-1).view(np.uint8)
-        return mem
-
-    mem_a, mem_b = memory(a), memory(b)
-    a_pad = np.zeros((M + bm, K + 64), np.uint16)
-    a_pad[:M, :K] = a
-    b_pad = np.zeros((b.shape[0] + 128, b.shape[1] + 128), np.uint16)
-    b_pad[:b.shape[0], :b.shape[1]] = b
-    reads_a, reads_b = [], []
-    for m0 in range(0, M, bm):
-        for n0 in range(0, N, bn):
-            for k0 in range(0, K, 64):
-                want = np.full((bm + bn) * 64, np.nan)  # the stage as TMA boxes write it
-                _tma_box_write(want, 0, a_pad[m0:m0 + bm, k0:k0 + 64].astype(float))
-                for j in range(bn // 64):
-                    box = (b_pad[n0 + 64 * j:n0 + 64 * j + 64, k0:k0 + 64] if layout == "TN"
-                           else b_pad[k0:k0 + 64, n0 + 64 * j:n0 + 64 * j + 64])
-                    _tma_box_write(want, bm * 128 + j * 8192, box.astype(float))
-                got = np.full_like(want, np.nan)
-                for seg in range(bm + bn):             # segment(): A rows, then B rows (TN) / box k-rows (NN)
-                    if seg < bm:
-                        m = m0 + seg
-                        mem, reads, row = mem_a, reads_a, seg * 128
-                        first, valid = base + 2 * (m * K + k0), (min(64, K - k0) if m < M else 0)
-                    elif layout == "TN":
-                        n = n0 + seg - bm
-                        mem, reads, row = mem_b, reads_b, bm * 128 + (seg - bm) * 128
-                        first, valid = base + 2 * (n * K + k0), (min(64, K - k0) if n < N else 0)
-                    else:
-                        kr, j = (seg - bm) % 64, (seg - bm) // 64
-                        k, n = k0 + kr, n0 + 64 * j
-                        mem, reads, row = mem_b, reads_b, bm * 128 + j * 8192 + kr * 128
-                        first, valid = base + 2 * (k * N + n), (min(64, N - n) if k < K and n < N else 0)
-                    for c, chunk in enumerate(_ldg_segment_chunks(mem, first, valid, reads, pair)):
-                        slot = row + ((c ^ ((row >> 7) & 7)) << 4)
-                        got[slot // 2:slot // 2 + 8] = chunk
-                np.testing.assert_array_equal(got, want)
-    for reads, x in ((reads_a, a), (reads_b, b)):
-        assert reads and all(blk < base + x.nbytes and blk + 16 > base for blk in reads)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
@@ -490,75 +399,6 @@ def test_mma_sync_pair_loads_realign_like_element_loads(tmp_path):
         assert np.array(got, "<u4").view(np.uint16).tolist() == want.tolist(), (off, keep)
         in_range = [e for e in range(off // 2, off // 2 + max(0, keep))]  # slots holding in-range elements
         assert nblk == len({e // 8 for e in in_range}), (off, keep)     # exactly the blocks they lie in
-
-
-def _segment_reference(layout, seg, b, m0, n0, k0, M, N, K):
-    """(byte offset into the operand, valid elements, stage-relative smem row) of one ldg-loader
-    segment, decoded the way test_wgmma_ldg_loader_writes_what_tma_would checks it."""
-    bm = 128
-    if seg < bm:
-        m = m0 + seg
-        return 2 * ((b * M + m) * K + k0), (min(64, K - k0) if m < M else 0), seg * 128
-    q = seg - bm
-    if layout == "TN":
-        n = n0 + q
-        return 2 * ((b * N + n) * K + k0), (min(64, K - k0) if n < N else 0), bm * 128 + q * 128
-    kr, j = q % 64, q // 64
-    k, n = k0 + kr, n0 + 64 * j
-    valid = min(64, N - n) if k < K and n < N else 0
-    return 2 * ((b * K + k) * N + n), valid, bm * 128 + j * 8192 + kr * 128
-
-
-@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
-@pytest.mark.parametrize("layout", ["NN", "TN"])
-def test_wgmma_ldg_segment_walk_matches_the_segment_decode(layout, tmp_path):
-    """The kernel's SegmentWalk (one decode per tile, then strides), compiled by nvcc for the host and
-    run here over every lane, tile, k-step and batch entry of odd shapes, gives each segment the
-    address, valid count and smem row of the direct decode that the numpy loader mirror verifies."""
-    src = wgmma.render(dict(bm=128, bn=128, consumers=2, stages=4, group_m=8, loader="ldg", ldg_batch=4))
-    walk = src[src.index("constexpr int SEGMENTS"):src.index("// Lane c's aligned 16-byte block")]
-    walk = walk.replace("__device__ __forceinline__", "__host__ __device__ inline")
-    prog = tmp_path / "walk.cu"
-    prog.write_text("\n".join([
-        "#include <cstdio>\n#include <cstdlib>\n#include <cstdint>\n#include <algorithm>\n#include <cuda_fp16.h>",
-        "using std::min; using std::max;",
-        "constexpr int BM = 128, BN = 128, BK = 64, A_BYTES = BM * BK * 2, BOX_BYTES = 64 * 64 * 2;",
-        "#define PRODUCERS 2\n#define LDG_BATCH_MAX 4",
-        *(["#define HGEMM_LAYOUT_TN 1"] if layout == "TN" else []),
-        "struct TileCoord { int b, m0, n0; };",
-        walk,
-        r"""int main(int argc, char** argv) {
-  const int M = atoi(argv[1]), N = atoi(argv[2]), K = atoi(argv[3]), batch = atoi(argv[4]);
-  static __half a[1], b[1];            // only addresses are formed, never read
-  for (int bi = 0; bi < batch; ++bi)
-    for (int m0 = 0; m0 < M; m0 += BM)
-      for (int n0 = 0; n0 < N; n0 += BN)
-        for (int seg0 = 0; seg0 < SEGMENTS; seg0 += 4 * LDG_ITERS)   // a warp's run
-          for (int g = 0; g < 4; ++g) {
-            const SegmentWalk w = segment_walk(seg0 + g, TileCoord{bi, m0, n0}, a, b, M, N, K);
-            for (int kt = 0; kt * BK < K; ++kt)
-              for (int i = 0; i < LDG_ITERS; ++i) {
-                const Segment s = w.at(i, kt);
-                const char* base = reinterpret_cast<const char*>(seg0 + g < BM ? a : b);
-                printf("%d %d %d %d %d %lld %d %u\n", bi, m0, n0, seg0 + g + 4 * i, kt,
-                       static_cast<long long>(s.g - base), s.valid, s.row);
-              }
-          }
-  return 0;
-}""",
-    ]))
-    exe = tmp_path / "walk"
-    subprocess.run([NVCC, "-std=c++17", "-o", str(exe), str(prog)], check=True, capture_output=True, timeout=300)
-    for M, N, K, batch in [(200, 136, 130, 2), (129, 257, 67, 1), (64, 65, 200, 1)]:
-        out = subprocess.run([str(exe), str(M), str(N), str(K), str(batch)], check=True, capture_output=True,
-                             text=True, timeout=60).stdout.split("\n")
-        rows = [list(map(int, line.split())) for line in out if line]
-        assert len(rows) == batch * -(-M // 128) * -(-N // 128) * 256 * -(-K // 64)
-        for bi, m0, n0, seg, kt, off, valid, row in rows:
-            want_off, want_valid, want_row = _segment_reference(layout, seg, bi, m0, n0, 64 * kt, M, N, K)
-            assert (valid, row) == (want_valid, want_row), (M, N, K, bi, m0, n0, seg, kt)
-            if valid:  # a segment out of range may point anywhere: it is never read
-                assert off == want_off, (M, N, K, bi, m0, n0, seg, kt)
 
 
 def test_wgmma_accumulator_mapping_is_a_bijection():
@@ -623,39 +463,28 @@ def test_wgmma_epilogue_stores_every_column_once_and_pairs_only_at_4_byte_addres
 
 
 def test_wgmma_spec_and_applicability():
-    for p in [*wgmma.variants(), wgmma.LDG_BEST, *wgmma.SPLIT_K_TRIED]:
-        spec = parse_candidate(wgmma.render(p)).spec
+    for p in wgmma.variants():
+        text = wgmma.render(p)
+        spec = parse_candidate(text).spec
         assert spec.layouts == ("NN", "TN")
-        if p.get("loader") == "ldg":  # no tensor maps: 2 producer warpgroups load with ld.global
-            assert not spec.tensor_maps
-            assert spec.block[0] == 128 * (2 + p["consumers"]) and "_ldgb" in wgmma.name(p)
-        else:
-            # staged: TMA from padded copies in the workspace, of both operands or of one
-            ops = p.get("stage", "AB") if p.get("loader") == "staged" else ""
-            assert [(t.operand, t.box, t.swizzle, t.staged) for t in spec.tensor_maps] == [
-                ("A", (p["bm"], 64), 128, "A" in ops), ("B", (64, 64), 128, "B" in ops)]
-            assert spec.block[0] == 128 * (1 + p["consumers"])
+        # staged: TMA from padded copies in the workspace, of both operands or of one
+        ops = p.get("stage", "AB") if p.get("loader") == "staged" else ""
+        assert [(t.operand, t.box, t.swizzle, t.staged) for t in spec.tensor_maps] == [
+            ("A", (p["bm"], 64), 128, "A" in ops), ("B", (64, 64), 128, "B" in ops)]
+        assert spec.block[0] == 128 * (1 + p["consumers"])
+        assert f"__launch_bounds__({spec.block[0]}, 1)" in text
         grid, _, smem, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=132))
         assert grid == (132, 1, 1) and smem <= 227 * 1024
         grid, _, _, _ = spec.launch_dims(dict(M=100, N=64, K=8, batch=1, num_sms=132))
         # a staged grid is every SM, tiles or not: each CTA copies its share before the barrier; a
         # cluster grid is whole clusters (the second CTA's tile lies past M here)
-        cl, sk = p.get("cluster", 1), p.get("split_k", 1)
-        units = -(-100 // p["bm"]) * -(-64 // p["bn"]) * sk   # split-K: a unit per tile and split
-        assert grid == ((132, 1, 1) if p.get("loader") == "staged" else (cl if cl > 1 else units, 1, 1))
+        cl = p.get("cluster", 1)
+        tiles = -(-100 // p["bm"]) * -(-64 // p["bn"])
+        assert grid == ((132, 1, 1) if p.get("loader") == "staged" else (cl if cl > 1 else tiles, 1, 1))
+        assert ("__cluster_dims__(2, 1, 1)" in text) == (cl == 2)
         if cl > 1:
-            assert "__cluster_dims__(CLUSTER, 1, 1)" in wgmma.render(p) and f"#define CLUSTER {cl}" in wgmma.render(p)
             grid, _, _, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=131))
             assert grid == (130, 1, 1)   # an odd SM count: whole clusters only
-    # split-K: skinny shapes whose tiles leave SMs idle, every split >= 2 k tiles; fp32 partials + counters
-    sk = dict(bm=64, bn=128, consumers=1, stages=6, group_m=8, split_k=4)
-    assert wgmma.applicable(sk, Problem(16, 4096, 4096)) and wgmma.applicable(sk, Problem(1, 4096, 14336))
-    assert not wgmma.applicable(sk, Problem(4096, 4096, 4096))      # 2048 tiles: no need to split
-    assert not wgmma.applicable(sk, Problem(16, 4096, 256))         # 4 k tiles for 4 splits
-    spec = parse_candidate(wgmma.render(sk)).spec
-    _, _, _, ws = spec.launch_dims(dict(M=16, N=4096, K=4096, batch=2, num_sms=132))
-    assert ws == 2 * 16 * 4096 * 4 + 1 * 32 * 2 * 4
-    assert not wgmma._valid(dict(sk, epilogue="smem")) and not wgmma._valid(dict(sk, cluster=2))
     big = dict(bm=128, bn=256, consumers=2, stages=4, group_m=8)
     assert wgmma.applicable(big, Problem(4096, 4096, 4096))
     assert wgmma.applicable(big, Problem(4096, 4096, 4096, layout="TN"))
@@ -666,9 +495,8 @@ def test_wgmma_spec_and_applicability():
     assert not wgmma.applicable(big, Problem(1, 4096, 4096))         # skinny: not this family
     assert not wgmma.applicable(big, Problem(256, 256, 256))         # too few tiles for 128x256
     staged = [p for p in wgmma.variants() if p.get("loader") == "staged"]
-    assert staged and not any(p.get("loader") == "ldg" for p in wgmma.variants())
     both = [p for p in staged if p["stage"] == "AB"]
-    for fed in [*both, wgmma.LDG_BEST]:
+    for fed in both:
         assert wgmma.applicable(fed, Problem(4096, 4096, 4095))          # exactly the shapes TMA refuses
         assert wgmma.applicable(fed, Problem(4095, 4095, 4095))
         assert wgmma.applicable(fed, Problem(4096, 4095, 4096))
@@ -691,17 +519,35 @@ def test_wgmma_spec_and_applicability():
 def test_wgmma_all_variants_compile_clean(tmp_path):
     """Every variant, both layouts: no spills, no ignored setmaxnreg (C7508), no serialised wgmma, and
     registers that let one CTA of the kernel's block size fit an SM (65536 registers, 8-register steps)."""
-    for p in wgmma.variants():
-        _assert_wgmma_compiles_clean(p, tmp_path)
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        list(pool.map(lambda p: _assert_wgmma_compiles_clean(p, tmp_path), wgmma.variants()))
+
+
+def _wgmma_option_cover() -> list[dict]:
+    """A few variants that between them instantiate wgmma_gemm for every tile shape (BM, BN, consumers)
+    and every option it specialises on (loader and staged operands, epilogue, cluster): greedily, the
+    variant that adds the most not yet covered."""
+    def keys(p):
+        return {("tile", p["bm"], p["bn"], p["consumers"]), ("loader", p.get("loader", "tma"), p.get("stage")),
+                ("epilogue", p.get("epilogue", "registers")), ("cluster", p.get("cluster", 1))}
+
+    vs, covered, picked = wgmma.variants(), set(), []
+    everything = set().union(*map(keys, vs))
+    while covered != everything:
+        best = max(vs, key=lambda p: len(keys(p) - covered))
+        picked.append(best)
+        covered |= keys(best)
+    return picked
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
-def test_two_wgmma_variants_compile_clean(tmp_path):
-    """The fast run's share of test_wgmma_all_variants_compile_clean (slow), the same checks on two variants:
-    the first one, and the first with one consumer warpgroup (the other register limit)."""
-    vs = wgmma.variants()
-    for p in (vs[0], next(v for v in vs if v["consumers"] == 1)):
-        _assert_wgmma_compiles_clean(p, tmp_path)
+def test_wgmma_instantiations_compile_clean(tmp_path):
+    """The fast run's share of test_wgmma_all_variants_compile_clean (slow), the same checks, NN and TN,
+    on one variant of each tile shape and option (_wgmma_option_cover), compiled in parallel."""
+    picked = _wgmma_option_cover()
+    assert len(picked) <= 8
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        list(pool.map(lambda p: _assert_wgmma_compiles_clean(p, tmp_path), picked))
 
 
 def _assert_wgmma_compiles_clean(p, tmp_path) -> None:
@@ -709,7 +555,7 @@ def _assert_wgmma_compiles_clean(p, tmp_path) -> None:
     threads = parse_candidate(text).spec.block[0]
     limit = min(255, 65536 // threads // 8 * 8)   # 384 threads (2 consumers): 168; 256: 255
     for layout in ("NN", "TN"):
-        report = _compile(text, layout, tmp_path)
+        report = _compile(text, layout, tmp_path, wgmma.name(p))
         assert "C7508" not in report and "setmaxnreg" not in report, report
         assert "serializ" not in report.lower(), report
         spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", report)]
@@ -721,20 +567,18 @@ def _assert_wgmma_compiles_clean(p, tmp_path) -> None:
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
 @pytest.mark.parametrize("layout", ["NN", "TN"])
 def test_wgmma_staged_copies_are_what_the_tensor_maps_describe(layout, tmp_path):
-    """loader: staged. The kernel's own staging loop, compiled by nvcc for the host and run as grids of a
-    few threads, copies A and B from 2-byte-aligned bases into padded rows at the offsets
-    hgemm.params.staged_operands gives the harness's descriptors; the pad is zero, and the spec's
-    workspace holds both copies and the counter."""
+    """loader: staged. The kernel's own staging loop (hgemm/staged_loader.cuh), compiled by nvcc for the
+    host and run as grids of a few threads, copies A and B from 2-byte-aligned bases into padded rows at
+    the offsets hgemm.params.staged_operands gives the harness's descriptors; the pad is zero, and the
+    spec's workspace holds both copies and the counter."""
     from hgemm.params import staged_operands
 
     p = dict(bm=128, bn=128, consumers=2, stages=4, group_m=8, loader="staged")
     src = wgmma.render(p)
-    helpers = src[src.index("// Host-callable so tests can run it. (begin realign16)"):src.index("// (end realign16)")]
-    helpers += src[src.index("// Host-callable so tests can run it. (begin staging)"):src.index("// (end staging)")]
     prog = tmp_path / "staging.cu"
     prog.write_text("\n".join([
         "#include <cstdio>\n#include <cstdint>\n#include <vector>\n#include <cuda_runtime.h>\n#include <cuda_fp16.h>",
-        helpers,
+        "#include <hgemm/staged_loader.cuh>\nusing namespace hgemm::sm90;",
         r"""// usage: staging ROWS COLS SHIFT THREADS IN OUT: copies IN's fp16 rows (from element SHIFT of a
 // 16-byte aligned buffer) the way a grid of THREADS threads runs stage_rows_from, into OUT
 int main(int argc, char** argv) {
@@ -755,7 +599,8 @@ int main(int argc, char** argv) {
 }""",
     ]))
     exe = tmp_path / "staging"
-    subprocess.run([NVCC, "-std=c++17", "-o", str(exe), str(prog)], check=True, capture_output=True, timeout=300)
+    subprocess.run([NVCC, "-std=c++17", "-I", str(INCLUDE_DIR), "-o", str(exe), str(prog)], check=True, capture_output=True,
+                   timeout=300)
     spec = parse_candidate(src).spec
     rng = np.random.default_rng(7)
     for M, N, K, batch in [(5, 11, 13, 2), (130, 67, 257, 1), (3, 8, 4095, 1), (17, 4097, 9, 3)]:

@@ -31,18 +31,13 @@ def sample(n_per_family: int, seed: int = 0) -> list[tuple[str, str]]:
         fed = [p for p in params if p.get("loader") in ("ldg", "staged")]
         chosen = rng.sample(params, min(n_per_family, len(params))) + split[:2]
         chosen += [p for p in fed if p not in chosen]
-        # and the loader options that are renderable but not in variants(): the wgmma ldg loader
-        # (benchmarks/misaligned_loaders/) at its best and with shuffle realignment at 4 segments in
-        # flight, and mma.sync's element loads for misaligned rows
         if fam.__name__.endswith(".wgmma"):
-            chosen += [fam.LDG_BEST, dict(fam.LDG_BEST, realign="shfl", ldg_batch=4)]
             # the cluster (TMA multicast) variants: the peer barriers and the pair whose second tile
             # lies past M (4097 x 72 x 264) are theirs alone
             chosen += [p for p in params if p.get("cluster", 1) > 1 and p not in chosen]
             # the epilogue through shared memory (storer warps), on each kind of tile and loader
             chosen += [p for p in fam.EPILOGUE_SMEM_PROBE if p not in chosen]
-            # split-K, tried and not in variants(): empty k shares on the short-K shapes
-            chosen += fam.SPLIT_K_TRIED
+        # and mma.sync's element loads for misaligned rows (renderable, not in variants())
         if fam.__name__.endswith(".mma_sync"):
             chosen += [dict(p, misaligned_loads="elem") for p in chosen[:2]]
         picked += [(fam.name(p), fam.render(p)) for p in chosen]

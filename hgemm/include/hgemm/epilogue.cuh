@@ -1,0 +1,138 @@
+// Epilogues of a wgmma consumer warpgroup: fp32 accumulators (the m64nBN layout of wgmma.cuh) to fp16 C.
+//
+//   store_acc     straight from registers, with edge predication (any M, N, any C alignment);
+//   park_acc +    through shared memory: the consumers park a finished tile as fp16 and go on to the
+//   store_parked  next tile's mainloop, while storer warps (warps 1-3 of the producer warpgroup,
+//                 otherwise idle) copy it to C with 16-byte stores, a warp writing 512 contiguous
+//                 bytes an instruction where the register epilogue writes 8 rows x 16 bytes. Two
+//                 mbarriers pass the buffer between them (`full`: lane 0 of every consumer warp;
+//                 `empty`: lane 0 of every storer warp). What the register epilogue's stores cost
+//                 (benchmarks/epilogue/): 5% at 4096^3, 29-49% on batch 16-256 of 512^3.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "scheduler.cuh"
+
+namespace hgemm {
+namespace sm90 {
+
+__device__ __forceinline__ void sts32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint4 lds128(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+  return v;
+}
+
+// ---------------------------------------------------------------- through shared memory
+// A parked BM x BN fp16 tile: rows padded by 16 bytes so that the consumers' 4-byte writes (8 rows x
+// 4 lanes a warp instruction) fall in 32 distinct banks.
+template <int BM, int BN>
+struct ParkedTile {
+  static constexpr int kPitch = BN * 2 + 16;   // bytes a parked row
+  static constexpr int kBytes = BM * kPitch;
+  static constexpr int kStorerThreads = 96;    // warps 1-3 of the producer warpgroup
+};
+
+// A consumer warp's share of a tile into the parked buffer at `cbuf`: its MT m64 atoms, from parked row
+// `prow` (the warp's first row within the tile, + lane / 4).
+template <int MT, int BN>
+__device__ __forceinline__ void park_acc(const float (&acc)[MT][BN / 2], uint32_t cbuf, int prow, int lane) {
+  constexpr int C_PITCH = BN * 2 + 16;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const __half2 v = __floats2half2_rn(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
+        sts32(cbuf + (prow + mt * 64 + h * 8) * C_PITCH + (j * 8 + (lane & 3) * 2) * 2,
+              *reinterpret_cast<const uint32_t*>(&v));
+      }
+}
+
+// Storer thread t's share of a parked tile (t < kStorerThreads): 16-byte chunks t, t + 96, ... in
+// row-major order, into the tile at (m0, n0) of Cb (one batch entry of C, M x N). A chunk goes out
+// whole where C's rows are 16-byte aligned (vec_ok: N % 8 == 0 and C is) and it lies inside N, else
+// element by element (odd N, the last columns).
+template <int BM, int BN>
+__device__ __forceinline__ void store_parked(uint32_t cbuf, __half* Cb, int m0, int n0, int M, int N, bool vec_ok, int t) {
+  constexpr int C_PITCH = ParkedTile<BM, BN>::kPitch;
+  for (int idx = t; idx < BM * (BN / 8); idx += ParkedTile<BM, BN>::kStorerThreads) {
+    const int r = idx / (BN / 8), ch = idx % (BN / 8);
+    const int row = m0 + r, col = n0 + ch * 8;
+    if (row >= M || col >= N) continue;
+    const uint4 v = lds128(cbuf + r * C_PITCH + ch * 16);
+    __half* dst = Cb + static_cast<long long>(row) * N + col;
+    if (vec_ok && col + 8 <= N) {
+      *reinterpret_cast<uint4*>(dst) = v;
+      continue;
+    }
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      if (col + e < N) dst[e] = __ushort_as_half(static_cast<unsigned short>(w[e / 2] >> (16 * (e % 2))));
+  }
+}
+
+// ---------------------------------------------------------------- from registers
+// A consumer warp's MT m64 atoms of tile tc straight to C (batch x M x N): the warpgroup's rows start
+// `slab` rows into the tile, this warp's 16 * warp rows after that. rows_aligned: every row of C starts
+// 4-byte aligned (N even and C 4-byte aligned), the same for all threads.
+// A lane's column pair (c, c + 1) starts at an even column, so it is one 4-byte store where the
+// row starts 4-byte aligned: every row, when N is even and C is. Otherwise (N odd: every other
+// row) a row that starts 2 bytes off has each lane store (c + 1, c + 2) instead, taking c + 2 from
+// the next lane of its quad (lane 3: from lane 0, one j on); its first and last columns go alone.
+// The two kinds of row alternate within a warp, so both are one code path (selects, one shuffle
+// and one store per j), not two branches the warp would run one after the other. Plain 2-byte
+// stores on odd-N shapes cost +42 us at 4095^3 and 4096x4095x4096, where K or M odd cost
+// nothing (benchmarks/misaligned_loaders/).
+template <int MT, int BN>
+__device__ __forceinline__ void store_acc(const float (&acc)[MT][BN / 2], __half* C, const TileCoord& tc, int slab,
+                                          int M, int N, bool rows_aligned, int warp, int lane) {
+  __half* Cb = C + static_cast<long long>(tc.b) * M * N;
+  const int row_base = tc.m0 + slab + warp * 16 + (lane >> 2);
+  const int col_base = tc.n0 + (lane & 3) * 2;
+  const int q = lane & 3;
+  const unsigned quad = 0xfu << (lane & ~3);   // the 4 lanes of one row take part in its shuffles
+  const int from = (lane & ~3) | ((q + 1) & 3);
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = row_base + mt * 64 + h * 8;
+      if (r >= M) continue;                     // the whole quad: its lanes share r
+      __half* crow = Cb + static_cast<long long>(r) * N;
+      if (rows_aligned) {
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const int c = col_base + j * 8;      // N even: c < N implies c + 1 < N
+          if (c < N) *reinterpret_cast<__half2*>(crow + c) =
+              __floats2half2_rn(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
+        }
+        continue;
+      }
+      const int off = (reinterpret_cast<uintptr_t>(crow) & 3) ? 1 : 0;   // the row starts 2 bytes off
+      if (off && q == 0 && col_base < N) crow[col_base] = __float2half_rn(acc[mt][2 * h]);
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int c = col_base + j * 8;
+        const float v0 = acc[mt][4 * j + 2 * h], v1 = acc[mt][4 * j + 2 * h + 1];
+        // lane 0 offers its first value of block j + 1, the others their first of block j
+        const float offer = q == 0 ? (j + 1 < BN / 8 ? acc[mt][4 * (j + 1) + 2 * h] : 0.f) : v0;
+        const float v2 = __shfl_sync(quad, offer, from);
+        const int col = c + off;                 // this lane's pair: (c, c + 1) or (c + 1, c + 2)
+        const float lo = off ? v1 : v0, hi = off ? v2 : v1;
+        // off rows: c + 2 of lane 3's last block is the next tile's first column
+        const bool whole = col + 1 < N && !(off && q == 3 && j == BN / 8 - 1);
+        if (whole) *reinterpret_cast<__half2*>(crow + col) = __floats2half2_rn(lo, hi);
+        else if (col < N) crow[col] = __float2half_rn(lo);
+      }
+    }
+}
+
+}  // namespace sm90
+}  // namespace hgemm

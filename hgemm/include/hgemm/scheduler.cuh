@@ -1,0 +1,54 @@
+// Persistent grouped tile scheduling: a grid of at most one CTA per SM walks the output tiles of a
+// (batched) GEMM, tile ids first, first + step, ..., in a grouped order that keeps concurrently running
+// CTAs on shared A rows and B columns in L2.
+#pragma once
+
+namespace hgemm {
+namespace sm90 {
+
+// One output tile: batch entry, first row, first column.
+struct TileCoord { int b, m0, n0; };
+
+// Tile id -> TileCoord. Within a batch entry, groups of GROUP_M tile rows are walked column by column,
+// so concurrently running CTAs share A rows and B columns in L2; the batch is the slowest index.
+// With clusters a tile id names CLUSTER vertically adjacent tiles (tiles_m counts those groups), one per
+// CTA of the cluster by its rank: they share their B tile, which TMA can multicast to all of them.
+template <int BM, int BN, int GROUP_M, int CLUSTER = 1>
+__device__ __forceinline__ TileCoord tile_coord(int tile, int tiles_m, int tiles_n, int rank) {
+  const int per_batch = tiles_m * tiles_n;
+  const int b = tile / per_batch;
+  const int t = tile - b * per_batch;
+  const int per_group = GROUP_M * tiles_n;
+  const int first_m = (t / per_group) * GROUP_M;
+  const int group_rows = min(tiles_m - first_m, GROUP_M);
+  const int tm = first_m + (t % per_group) % group_rows;
+  const int tn = (t % per_group) / group_rows;
+  return {b, (tm * CLUSTER + rank) * BM, tn * BN};
+}
+
+// The tiles of one CTA of a persistent grid (blockIdx.x; gridDim.x CTAs, whole clusters): ids
+// first, first + step, ... below total, each a TileCoord by coord().
+//   for (int tile = s.first; tile < s.total; tile += s.step) { const TileCoord tc = s.coord(tile); ... }
+template <int BM, int BN, int GROUP_M, int CLUSTER = 1>
+struct GroupedTiles {
+  int tiles_n;   // tile columns
+  int groups_m;  // tile rows, CLUSTER at a time (the last group may stick out past M)
+  int total;     // tile ids of all batch entries
+  int first, step;
+  int rank;      // this CTA's rank in its cluster (0 without clusters)
+  __device__ __forceinline__ GroupedTiles(int M, int N, int batch, int rank_in_cluster) {
+    const int tiles_m = (M + BM - 1) / BM;
+    tiles_n = (N + BN - 1) / BN;
+    groups_m = (tiles_m + CLUSTER - 1) / CLUSTER;
+    total = groups_m * tiles_n * batch;
+    first = blockIdx.x / CLUSTER;
+    step = gridDim.x / CLUSTER;
+    rank = rank_in_cluster;
+  }
+  __device__ __forceinline__ TileCoord coord(int tile) const {
+    return tile_coord<BM, BN, GROUP_M, CLUSTER>(tile, groups_m, tiles_n, rank);
+  }
+};
+
+}  // namespace sm90
+}  // namespace hgemm

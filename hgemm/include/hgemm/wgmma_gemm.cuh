@@ -1,0 +1,232 @@
+// The wgmma HGEMM family (sm_90a) as one template: TMA + mbarrier stage ring, warp specialisation,
+// wgmma.mma_async from 128B-swizzled shared memory, persistent grouped tile scheduling.
+//
+// One persistent CTA per SM (grid = min(num_sms, tiles)) walks output tiles of BM x BN with a grouped
+// rasterisation (GROUP_M tile rows column by column, over the batch as the slowest index). The CTA is
+// split by warpgroup (128 threads, 4 consecutive warps):
+//
+//   * warpgroup 0, the producer: one elected thread issues TMA tile loads (cp.async.bulk.tensor.3d)
+//     for A (BM x 64) and B (64 x BN, as BN / 64 boxes of 64 x 64) into a STAGES-deep ring of
+//     128B-swizzled shared-memory stages, each completing on that stage's `full` mbarrier;
+//   * warpgroups 1..CONSUMERS: each owns WM = BM / CONSUMERS rows of the tile (1 or 2 m64 atoms) and
+//     all BN columns, issues wgmma m64nBNk16 from shared memory, keeps one wgmma group in flight, and
+//     releases a stage on its `empty` mbarrier once the group that read it has retired.
+//
+// Options (template parameters):
+//   CLUSTER   1, or 2: clusters of two CTAs on vertically adjacent tiles; TMA multicasts their shared B
+//             tile into both (cluster.cuh). The entry needs __cluster_dims__(2, 1, 1) and a grid of
+//             whole clusters.
+//   EPILOGUE  Epilogue::smem: finished tiles are parked in shared memory and stored by warps 1-3 of
+//             the producer warpgroup while the consumers start the next tile; Epilogue::registers:
+//             stored straight from the accumulators (epilogue.cuh).
+//   LOADER    Loader::tma: TMA from the operands (16-byte row pitches); Loader::staged_ab / staged_a /
+//             staged_b: the grid first copies both, A only or B only into row-padded copies in the
+//             workspace, and TMA reads those (staged_loader.cuh; the spec's `staged=1` maps).
+//   TN        the B layout (defaults to the one the harness compiles for: -DHGEMM_LAYOUT_TN).
+//
+// With two consumer warpgroups the producer gives registers back and the consumers take them
+// (warpgroup.cuh). M, N and K need not be multiples of the tile: TMA zero-fills out-of-range rows and
+// columns of a box (so partial K tiles contribute 0), and the epilogues predicate C stores.
+//
+// The launch spec of an instantiation: block = WgmmaShape<...>::kThreads, smem = ::kSmemBytes, grid
+// min(num_sms, tiles) (clusters: whole clusters; staged: num_sms, every CTA copies), one tensor map
+// per operand: A box=(BM, 64), B box=(64, 64), swizzle=128.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "cluster.cuh"
+#include "epilogue.cuh"
+#include "scheduler.cuh"
+#include "staged_loader.cuh"
+#include "tma.cuh"
+#include "warpgroup.cuh"
+#include "wgmma.cuh"
+
+namespace hgemm {
+namespace sm90 {
+
+enum class Epilogue { registers, smem };
+enum class Loader { tma, staged_ab, staged_a, staged_b };
+
+// The HGEMM ABI's arguments, the tensor maps by address (they are __grid_constant__ kernel parameters).
+struct WgmmaArgs {
+  const __half* A;
+  const __half* B;
+  __half* C;
+  int M, N, K, batch;
+  void* workspace;
+  const CUtensorMap* tmap_a;
+  const CUtensorMap* tmap_b;
+};
+
+// The compile-time shape of one instantiation: what the kernel and its launch spec must agree on.
+template <int BM, int BN, int CONSUMERS, int STAGES, Epilogue EPILOGUE>
+struct WgmmaShape {
+  static constexpr int kThreads = 128 * (CONSUMERS + 1);
+  static constexpr int WM = BM / CONSUMERS;        // rows of the tile owned by one consumer warpgroup
+  static constexpr int MT = WM / 64;               // m64 wgmma atoms per consumer warpgroup
+  static constexpr int A_BYTES = BM * kBK * 2;     // A stage: BM rows x 128 bytes (one TMA box)
+  static constexpr int B_BOXES = BN / 64;          // B stage: BN / 64 boxes of 64 x 64 fp16
+  static constexpr int STAGE_BYTES = A_BYTES + B_BOXES * kBoxBytes;
+  static constexpr int kParkedBytes = EPILOGUE == Epilogue::smem ? ParkedTile<BM, BN>::kBytes : 0;
+  // + 1024: the kernel rounds the dynamic smem base up to the 1024-byte swizzle-pattern boundary
+  static constexpr int kSmemBytes = STAGES * STAGE_BYTES + kParkedBytes + 1024;
+  static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0, "stages must keep 1024-byte alignment");
+  static_assert(MT >= 1 && MT * 64 == WM && BN % 64 == 0 && BN <= 256, "tile shape");
+  static_assert(MT * BN / 2 <= 128, "accumulators per thread");
+};
+
+template <int BM, int BN, int CONSUMERS, int STAGES, int GROUP_M = 8, int CLUSTER = 1,
+          Epilogue EPILOGUE = Epilogue::smem, Loader LOADER = Loader::tma, bool TN = kLayoutTN>
+__device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
+  using S = WgmmaShape<BM, BN, CONSUMERS, STAGES, EPILOGUE>;
+  constexpr int BK = kBK, MT = S::MT, WM = S::WM, A_BYTES = S::A_BYTES, STAGE_BYTES = S::STAGE_BYTES;
+  constexpr bool kParked = EPILOGUE == Epilogue::smem;
+  static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
+  const int M = args.M, N = args.N, K = args.K;
+  __half* const C = args.C;
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  __shared__ __align__(8) uint64_t full_bar[STAGES];    // producer -> consumers: stage filled
+  __shared__ __align__(8) uint64_t empty_bar[STAGES];   // consumers -> producer: stage free
+  __shared__ __align__(8) uint64_t c_full, c_empty;      // the parked tile: consumers <-> storer warps
+
+  // Round the ring base up to 1024 bytes (the spec asks for 1024 bytes of slack), so every stage,
+  // A/B sub-tile and B box starts on a 128B-swizzle pattern boundary (descriptor base offset 0).
+  const uint32_t ring = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const uint32_t cbuf = ring + STAGES * STAGE_BYTES;   // the parked tile: BM rows after the ring
+  const GroupedTiles<BM, BN, GROUP_M, CLUSTER> tiles(M, N, args.batch, CLUSTER > 1 ? static_cast<int>(cluster_rank()) : 0);
+  const int ktiles = (K + BK - 1) / BK;
+  const int wg = warpgroup_index();
+  if constexpr (LOADER != Loader::tma)
+    stage_operands<LOADER != Loader::staged_b, LOADER != Loader::staged_a, TN>(args.A, args.B, M, N, K, args.batch,
+                                                                                args.workspace);
+
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(smem_u32(&full_bar[s]), 1);                          // the producer's arrive.expect_tx
+      mbar_init(smem_u32(&empty_bar[s]), CONSUMERS * 4 * CLUSTER);  // lane 0 of every consumer warp
+    }
+    if constexpr (kParked) {
+      mbar_init(smem_u32(&c_full), CONSUMERS * 4);   // lane 0 of every consumer warp
+      mbar_init(smem_u32(&c_empty), ParkedTile<BM, BN>::kStorerThreads / 32);
+    }
+    mbar_fence_init();
+  }
+  __syncthreads();   // the last CTA-wide barrier: from here the warpgroups run independently
+  if constexpr (CLUSTER > 1) cluster_sync();   // the peers' barriers are initialised before any multicast or remote arrive
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producer warpgroup
+    producer_registers<CONSUMERS>();
+    if (threadIdx.x == 0) {
+      tma_prefetch(args.tmap_a);
+      tma_prefetch(args.tmap_b);
+      RingPos<STAGES> pos;
+      for (int tile = tiles.first; tile < tiles.total; tile += tiles.step) {
+        const TileCoord tc = tiles.coord(tile);
+        // B boxes holding at least one column < N. Boxes wholly past N are skipped (and not counted
+        // in expect_tx): their smem keeps stale data that only reaches accumulator columns >= N,
+        // which the epilogue never stores. A boxes always hold >= 1 valid row (m0 < M).
+        const int nbox = min(S::B_BOXES, (N - tc.n0 + 63) / 64);
+        // With clusters, the last tile row's peer may lie wholly past M: it loads no A (its consumers
+        // compute on stale smem and store nothing) but still receives, and multicasts, B boxes.
+        const bool has_a = tc.m0 < M;
+        const uint32_t bytes = (has_a ? A_BYTES : 0) + nbox * kBoxBytes;
+        for (int kt = 0; kt < ktiles; ++kt) {
+          // Wait until the consumers released this stage's previous use (round r - 1); the first
+          // round waits on parity 1, which a fresh barrier reports as complete.
+          mbar_wait(smem_u32(&empty_bar[pos.stage]), pos.phase ^ 1u);
+          const uint32_t fb = smem_u32(&full_bar[pos.stage]);
+          mbar_arrive_expect_tx(fb, bytes);
+          const uint32_t sa = ring + pos.stage * STAGE_BYTES, sb = sa + A_BYTES;
+          if (has_a) tma_load_3d(sa, args.tmap_a, fb, kt * BK, tc.m0, tc.b);    // A rows m0.., k cols
+          for (int j = 0; j < nbox; ++j) {
+            // TN: B rows n, cols k; NN: rows k, cols n
+            const int bc0 = TN ? kt * BK : tc.n0 + 64 * j, bc1 = TN ? tc.n0 + 64 * j : kt * BK;
+            if constexpr (CLUSTER > 1) {
+              // box j comes from the CTA of rank j % CLUSTER, into every CTA of the cluster
+              if (j % CLUSTER == tiles.rank)
+                tma_load_3d_multicast(sb + j * kBoxBytes, args.tmap_b, fb, bc0, bc1, tc.b, (1u << CLUSTER) - 1);
+            } else {
+              tma_load_3d(sb + j * kBoxBytes, args.tmap_b, fb, bc0, bc1, tc.b);
+            }
+          }
+          pos.advance();
+        }
+      }
+      // Drain: wait until the consumers have released every stage, so no TMA write or barrier
+      // update is outstanding when this thread leaves.
+      for (int i = 0; i < STAGES; ++i) {
+        mbar_wait(smem_u32(&empty_bar[pos.stage]), pos.phase ^ 1u);
+        pos.advance();
+      }
+    } else if (kParked && threadIdx.x >= 32) {   // the storer warps: every tile the consumers park, in their order
+      const int t = threadIdx.x - 32;
+      const bool vec_ok = N % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
+      uint32_t c_phase = 0;
+      for (int tile = tiles.first; tile < tiles.total; tile += tiles.step) {
+        const TileCoord tc = tiles.coord(tile);
+        mbar_wait(smem_u32(&c_full), c_phase);
+        store_parked<BM, BN>(cbuf, C + static_cast<long long>(tc.b) * M * N, tc.m0, tc.n0, M, N, vec_ok, t);
+        __syncwarp();   // the warp's smem reads are done before it hands the buffer back
+        if (t % 32 == 0) mbar_arrive(smem_u32(&c_empty));
+        c_phase ^= 1u;
+      }
+    }
+  } else {
+    // ------------------------------------------------------------ consumer warpgroups
+    consumer_registers<CONSUMERS>();
+    const int cw = wg - 1;                       // this consumer's row slab: WM rows at cw * WM
+    const int warp = warpgroup_warp();           // warp within the warpgroup: rows 16*warp..+15
+    const int lane = lane_index();
+    const bool lane0 = lane == 0;
+    float acc[MT][BN / 2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) acc[mt][i] = 0.f;
+
+    RingPos<STAGES> pos;
+    uint32_t c_phase = 0;
+    for (int tile = tiles.first; tile < tiles.total; tile += tiles.step) {
+      const TileCoord tc = tiles.coord(tile);
+      int prev_stage = 0;
+      for (int kt = 0; kt < ktiles; ++kt) {
+        mbar_wait(smem_u32(&full_bar[pos.stage]), pos.phase);   // TMA bytes of this stage have landed
+        const uint32_t sa = ring + pos.stage * STAGE_BYTES + cw * WM * 128;
+        const uint32_t sb = ring + pos.stage * STAGE_BYTES + A_BYTES;
+        wgmma_k64<MT, BN, TN>(acc, sa, sb, kt > 0);
+        // Keep this k tile's group in flight; the previous group has retired, so its stage's smem
+        // is no longer read: hand it back to the producer (one arrival per consumer warp).
+        wgmma_wait<1>();
+        if (kt > 0 && lane0) release_stage<CLUSTER>(smem_u32(&empty_bar[prev_stage]));
+        prev_stage = pos.stage;
+        pos.advance();
+      }
+      wgmma_wait<0>();
+      if (ktiles > 0 && lane0) release_stage<CLUSTER>(smem_u32(&empty_bar[prev_stage]));
+      fence_acc(acc);
+
+      if constexpr (kParked) {
+        // Park the tile once the storers are done with the previous one.
+        mbar_wait(smem_u32(&c_empty), c_phase ^ 1u);
+        park_acc<MT, BN>(acc, cbuf, cw * WM + warp * 16 + (lane >> 2), lane);
+        __syncwarp();
+        if (lane0) mbar_arrive(smem_u32(&c_full));
+        c_phase ^= 1u;
+      } else {
+        const bool rows_aligned = N % 2 == 0 && reinterpret_cast<uintptr_t>(C) % 4 == 0;   // the same for all
+        store_acc<MT, BN>(acc, C, tc, cw * WM, M, N, rows_aligned, warp, lane);
+      }
+    }
+  }
+  if constexpr (CLUSTER > 1) cluster_sync();   // no CTA leaves while a peer may still arrive on its barriers
+}
+
+}  // namespace sm90
+}  // namespace hgemm

@@ -10,6 +10,7 @@ Everything here needs a GPU; import it only inside GPU code paths.
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import torch
 
@@ -139,24 +140,8 @@ class LoadedKernel:
             raise KernelLaunchError(str(e), is_sticky(e)) from None
 
 
-# Small utility kernels the harness itself needs, compiled once per process with NVRTC-free PyCUDA.
-_UTILITY_SOURCE = r"""
-extern "C" __global__ void hgemm_spin(unsigned long long ns) {
-  // Holds the stream while the host enqueues the launches to be timed, so that they run
-  // back to back and the measurement contains no host dispatch gaps.
-  unsigned long long start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
-}
-extern "C" __global__ void hgemm_scrub_smem(unsigned int words) {
-  // Fills the shared memory of every SM with NaN bit patterns before a verification launch, so a
-  // kernel that reads shared memory it never wrote sees NaNs instead of a previous run's tile.
-  extern __shared__ unsigned int smem[];
-  for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) smem[i] = 0x7e007e00u ^ (i & 0x00ff00ffu);
-  __syncthreads();
-  if (smem[(threadIdx.x * 7) % words] == 1u) smem[0] = 0u;  // keep the stores alive
-}
-"""
+# Small utility kernels the harness itself needs (hgemm/utilities.cu), compiled once per process.
+UTILITY_SOURCE = Path(__file__).with_name("utilities.cu")
 
 
 class Utilities:
@@ -180,5 +165,4 @@ class Utilities:
 
 
 def utility_candidate() -> Candidate:
-    spec = "/*@launch\nentry: hgemm_spin\nblock: 1\ngrid: 1\n@*/\n"
-    return parse_candidate(spec + _UTILITY_SOURCE)
+    return parse_candidate(UTILITY_SOURCE.read_text())

@@ -186,3 +186,12 @@ def test_the_mma_sync_example_compiles_through_the_harness(tmp_path):
     assert entry is not None, info
     for layout, res in info["resources"].items():
         assert res["spill_stores"] == res["spill_loads"] == 0 and res["registers"] <= 255, (layout, res)
+
+
+@needs_nvcc
+def test_the_harness_utility_kernels_compile(tmp_path):
+    # hgemm/utilities.cu: the spin and shared-memory scrub kernels every evaluation loads
+    cand = parse_candidate((ROOT / "hgemm" / "utilities.cu").read_text())
+    res = compile_candidate(cand, arch="sm_90a", cache_dir=tmp_path)
+    assert res.ok, res.error
+    assert cand.spec.entry == "hgemm_spin" and "hgemm_scrub_smem" in cand.source

@@ -11,7 +11,6 @@ namespace hgemm {
 // that block and the next. The chunk is bytes [off, off + 16) of the two blocks (lo, hi), shifted by
 // whole words (selects) and a half word (a 64-bit shift), with elements at or past `keep` (in-range
 // elements, may be <= 0) zeroed.
-// Host-callable so tests can run it. (begin realign16)
 __host__ __device__ __forceinline__ int pair_blocks(uint32_t off, int keep) {
   // blocks holding in-range bytes: none, lo, or lo and hi
   return keep <= 0 ? 0 : (off != 0 && 16 < static_cast<int>(off) + 2 * keep) ? 2 : 1;
@@ -32,6 +31,5 @@ __host__ __device__ __forceinline__ uint4 realign16(const uint4& lo, const uint4
   }
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
-// (end realign16)
 
 }  // namespace hgemm

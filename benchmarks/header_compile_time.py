@@ -43,13 +43,13 @@ def main(argv: list[str] | None = None) -> None:
         data = json.loads(Path(path).read_text())
         fam = importlib.import_module(f"kernels_corpus.families.{data['family']}")
         params = {fam.name(p): p for p in fam.variants()}
-        big = sorted(data["rows"], key=lambda r: -r.get("sass_lines_new", 0))[:args.pick]
-        slow = sorted(data["rows"], key=lambda r: -r.get("compile_s_new", 0))[:args.pick]
+        big = sorted(data["rows"], key=lambda r: -r.get("instructions_new", 0))[:args.pick]
+        slow = sorted(data["rows"], key=lambda r: -r.get("compile_wall_s_new", 0))[:args.pick]
         for r in big + [r for r in slow if r not in big]:
             cand = parse_candidate(fam.render(params[r["variant"]]))
             with tempfile.TemporaryDirectory(prefix="hgemm-ct-") as cache:
                 cpu0, t0 = cpu_children(), time.perf_counter()
-                res = compile_candidate(cand, r["layout"], arch=data["arch"], cache_dir=cache)
+                res = compile_candidate(cand, r["layout"], arch="sm_90a", cache_dir=cache)
                 wall, cpu = time.perf_counter() - t0, cpu_children() - cpu0
             assert res.ok, res.error
             rows.append({"family": data["family"], "variant": r["variant"], "layout": r["layout"],

@@ -115,9 +115,13 @@ def cmd_tune(args) -> int:
         # on a CPU a tune compiles every shortlisted variant for minutes and then keeps none: say so at once
         raise user_error("tune needs a GPU: it keeps the fastest verified kernel, and no GPU is visible "
                          "(compile-only checks: hgemm check FILE...)")
-    table = tune(problems, args.out, options, args.tiles, args.arch)
+    table = tune(problems, args.out, options, args.tiles, args.arch,
+                 state_dir=Path(args.out) / "progress" if args.resume or args.max_seconds else None,
+                 max_seconds=args.max_seconds)
     print((Path(args.out) / "summary.md").read_text())
     print(f"{len(table['entries'])} of {len(problems)} shapes have a verified kernel; table in {args.out}/table.json")
+    if table["pending"]:
+        print(f"{len(table['pending'])} shapes still to tune: run the same command again to go on")
     return 0
 
 
@@ -196,6 +200,10 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--out", required=True, help="library folder: table.json, kernels/, bench.json, summary.md")
     t.add_argument("--tiles", type=_int_at_least(1), default=5,
                    help="distinct tile shapes per family and shape to time")
+    t.add_argument("--resume", action="store_true",
+                   help="save each shape's result in OUT/progress and skip shapes saved under the same settings")
+    t.add_argument("--max-seconds", type=float, default=None,
+                   help="start no further chunk of shapes after this long (implies --resume)")
     _grid_args(t)
     t.set_defaults(fn=cmd_tune)
 

@@ -10,6 +10,12 @@ Output folder: table.json (the dispatch table), kernels/<name>.cu (the winners a
 kernels), bench.json (the raw evaluation in `hgemm bench` format), summary.md, goals.md (against the
 per-class targets of hgemm.summary).
 
+Resumable (`state_dir`): problems are evaluated in chunks, each problem's result saved as it comes
+with the settings it was measured under, and a tune with a wall-clock budget stops between chunks.
+Run again with the same settings and it evaluates only the problems without a saved result; the table
+always holds every saved problem, and says how many are still to do (`pending`). A wide shape sample
+is tuned that way over several device calls.
+
 The tensor-core reference kernels (REFERENCES) are timed on every shape too. They are the generic
 fallback, and the kernels a small model writes whole: rl_hgemm shows them, with their measured speedup,
 as context where the tuned winner (5-12k tokens) does not fit a prompt. Each table entry lists their
@@ -19,13 +25,17 @@ speedups under "references".
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from kernels_corpus.families import FAMILIES
 
 from .bench import run_bench
 from .candidate import parse_spec
+from .compile import detect_arch
 from .entry import EvalOptions
+from .envinfo import environment
+from .files import config_hash, write_json
 from .params import operand_shape
 from .pool import compile_all
 from .problem import Problem
@@ -105,11 +115,25 @@ def resources_ok(info: dict) -> bool:
     return not any(res["spill_stores"] or res["spill_loads"] for res in info.get("resources", {}).values())
 
 
+def _saved(state_dir: Path | None, problem: Problem, settings: str) -> dict | None:
+    """A problem's result from an earlier call with the same settings, else None."""
+    path = state_dir / f"{problem.key}.json" if state_dir else None
+    if path is None or not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    return record["result"] if record.get("settings") == settings else None
+
+
 def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | None = None,
-         tiles_per_family: int = DEFAULT_TILES, arch: str | None = None, progress: bool = True) -> dict:
-    """Evaluate shortlisted variants on every problem; write the dispatch table and the winners."""
+         tiles_per_family: int = DEFAULT_TILES, arch: str | None = None, progress: bool = True,
+         state_dir: str | Path | None = None, max_seconds: float | None = None, chunk: int = 16) -> dict:
+    """Evaluate shortlisted variants on every problem; write the dispatch table and the winners.
+    state_dir: save each problem's result there and skip problems already saved under the same
+    settings; max_seconds: start no chunk of `chunk` problems after this long (needs state_dir)."""
     out_dir = Path(out_dir)
     (out_dir / "kernels").mkdir(parents=True, exist_ok=True)
+    options = options or EvalOptions()
+    state = Path(state_dir) if state_dir else None
     root = Path(__file__).resolve().parent.parent
     references = {f"reference_{stem}": (root / "kernels_corpus/reference" / f"{stem}.cu").read_text()
                   for stem in REFERENCES}
@@ -122,12 +146,36 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
     infos = {name: info for (name, _), (_, info) in zip(named, compile_all(named, layouts, arch, sass=True))}
     pruned = {name for name, info in infos.items() if not resources_ok(info)}
     wanted = {p: ({n for n, _ in per_problem[p]} | set(references)) - pruned for p in problems}
-    results = run_bench(sorted(union.items()), problems, options or EvalOptions(), arch, progress,
-                        select=lambda problem, name: name in wanted[problem])
+    # what a saved result depends on: the options, the arch and the candidates' texts
+    settings = {p: config_hash([options.to_dict(), arch, sorted((n, union[n]) for n in wanted[p])]) for p in problems}
+    if state:
+        # which settings each problem is measured under: a result saved under others is measured again
+        write_json(state / "settings.json", {p.key: settings[p] for p in problems})
+    done = {p: r for p in problems if (r := _saved(state, p, settings[p])) is not None}
+    todo = [p for p in problems if p not in done]
+    started, results = time.monotonic(), None
+    step = chunk if state else max(1, len(todo))
+    for i in range(0, len(todo), step):
+        if max_seconds is not None and i > 0 and time.monotonic() - started > max_seconds:
+            break
+        part = todo[i:i + step]
+        results = run_bench(named, part, options, arch, progress, select=lambda problem, name: name in wanted[problem])
+        for problem, pr in zip(part, results["problems"]):
+            if results["gpu_run"]:  # a compile-only pass measures nothing worth keeping
+                done[problem] = pr = dict(pr, measured_utc=results["env"].get("time_utc"))
+                if state:
+                    write_json(state / f"{problem.key}.json", {"settings": settings[problem], "result": pr})
+            else:
+                done.setdefault(problem, pr)
+    if results is None:  # every problem was saved by earlier calls: this call's environment and compiles
+        results = {"env": environment(options.timing_method), "options": options.to_dict(),
+                   "arch": arch or detect_arch(), "gpu_run": True, "candidates": infos}
+    results["problems"] = [done[p] for p in problems if p in done]
+    pending = [p.key for p in problems if p not in done]
     results["grid"] = "tune shortlist"
     results["pruned_by_resources"] = sorted(pruned)
     table = {"arch": results["arch"], "gpu_run": results["gpu_run"], "entries": {}, "fallback": REFERENCE_FALLBACK,
-             "env": results["env"]}
+             "env": results["env"], "pending": pending}
     used = set(references)
     for pr in results["problems"]:
         problem = Problem.from_dict(pr["problem"])

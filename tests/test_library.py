@@ -94,3 +94,41 @@ def test_tune_shortlist_prefers_one_copy_and_fuller_last_waves():
     assert any("_cl2" in n for n in wgmma_names(Problem(4096, 4104, 4104), 2))
     assert "_cl2" in wgmma_names(Problem(4096, 4096, 4104, layout="TN"), 2)[0]
     assert not any("_cl2" in n for n in wgmma_names(Problem(4096, 4096, 4096), 2))
+
+
+def test_a_resumed_tune_keeps_saved_results_and_measures_the_rest(tmp_path):
+    # On a CPU nothing is measured, so the second call shows the resume path with a result saved as a
+    # GPU call saves it: the problem with a result under its current settings comes from the save,
+    # the one saved under other settings is evaluated again.
+    from hgemm.entry import EvalOptions
+    from hgemm.tune import tune
+
+    kept, stale = Problem(64, 64, 64), Problem(128, 64, 96)
+    state = tmp_path / "progress"
+    options = EvalOptions(reps=1, baselines=("cublas",))
+    tune([kept, stale], tmp_path / "lib", options, tiles_per_family=1, arch="sm_90a", progress=False,
+         state_dir=state)
+    settings = json.loads((state / "settings.json").read_text())
+    assert set(settings) == {kept.key, stale.key}
+    measured = {"problem": kept.to_dict(), "best_baseline": "cublas", "candidates": {
+        "reference_mma_sync": {"status": "ok", "time_us": 5.0, "speedup_vs_best": 0.9}}}
+    (state / f"{kept.key}.json").write_text(json.dumps({"settings": settings[kept.key], "result": measured}))
+    (state / f"{stale.key}.json").write_text(json.dumps({"settings": "other", "result": measured}))
+    table = tune([kept, stale], tmp_path / "lib", options, tiles_per_family=1, arch="sm_90a",
+                 progress=False, state_dir=state)
+    assert table["entries"][kept.key]["kernel"] == "reference_mma_sync" and stale.key not in table["entries"]
+    bench = json.loads((tmp_path / "lib" / "bench.json").read_text())
+    by_key = {Problem.from_dict(p["problem"]).key: p for p in bench["problems"]}
+    assert by_key[kept.key] == measured
+    assert all(r.get("status") != "ok" for r in by_key[stale.key]["candidates"].values())  # compiled only
+    assert table["pending"] == []
+
+
+def test_a_tune_out_of_time_stops_between_chunks_and_says_what_is_left(tmp_path):
+    from hgemm.entry import EvalOptions
+    from hgemm.tune import tune
+
+    first, second = Problem(64, 64, 64), Problem(128, 64, 96)
+    table = tune([first, second], tmp_path / "lib", EvalOptions(reps=1, baselines=("cublas",)), tiles_per_family=1,
+                 arch="sm_90a", progress=False, state_dir=tmp_path / "progress", max_seconds=0, chunk=1)
+    assert table["pending"] == [second.key]

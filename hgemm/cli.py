@@ -117,7 +117,7 @@ def cmd_tune(args) -> int:
                          "(compile-only checks: hgemm check FILE...)")
     table = tune(problems, args.out, options, args.tiles, args.arch,
                  state_dir=Path(args.out) / "progress" if args.resume or args.max_seconds else None,
-                 max_seconds=args.max_seconds)
+                 max_seconds=args.max_seconds, beside=Library(args.beside) if args.beside else None)
     print((Path(args.out) / "summary.md").read_text())
     print(f"{len(table['entries'])} of {len(problems)} shapes have a verified kernel; table in {args.out}/table.json")
     if table["pending"]:
@@ -202,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="distinct tile shapes per family and shape to time")
     t.add_argument("--resume", action="store_true",
                    help="save each shape's result in OUT/progress and skip shapes saved under the same settings")
+    t.add_argument("--beside", default=None,
+                   help="a library folder whose kernel for each shape is timed in the same run, for comparison")
     t.add_argument("--max-seconds", type=float, default=None,
                    help="start no further chunk of shapes after this long (implies --resume)")
     _grid_args(t)

@@ -16,6 +16,10 @@ Run again with the same settings and it evaluates only the problems without a sa
 always holds every saved problem, and says how many are still to do (`pending`). A wide shape sample
 is tuned that way over several device calls.
 
+Beside a library (`beside`): each shape's kernel in that library is timed in the same run as the
+shortlist (as `beside:<name>`, never chosen), and the table entry records it, so a re-tune says shape
+by shape how its winner compares with the kernel it would replace.
+
 The tensor-core reference kernels (REFERENCES) are timed on every shape too. They are the generic
 fallback, and the kernels a small model writes whole: rl_hgemm shows them, with their measured speedup,
 as context where the tuned winner (5-12k tokens) does not fit a prompt. Each table entry lists their
@@ -36,6 +40,7 @@ from .compile import detect_arch
 from .entry import EvalOptions
 from .envinfo import environment
 from .files import config_hash, write_json
+from .library import Library
 from .params import operand_shape
 from .pool import compile_all
 from .problem import Problem
@@ -47,6 +52,7 @@ REFERENCE_FALLBACK = "reference_mma_sync"
 # left out, as they take seconds a launch at 16384^3 and are never close
 REFERENCES = ("mma_sync", "mma_pipelined")
 DEFAULT_TILES = 5  # distinct tile shapes per family and problem
+BESIDE = "beside:"  # name prefix of the compared library's kernels
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -126,10 +132,12 @@ def _saved(state_dir: Path | None, problem: Problem, settings: str) -> dict | No
 
 def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | None = None,
          tiles_per_family: int = DEFAULT_TILES, arch: str | None = None, progress: bool = True,
-         state_dir: str | Path | None = None, max_seconds: float | None = None, chunk: int = 16) -> dict:
+         state_dir: str | Path | None = None, max_seconds: float | None = None, chunk: int = 16,
+         beside: Library | None = None) -> dict:
     """Evaluate shortlisted variants on every problem; write the dispatch table and the winners.
     state_dir: save each problem's result there and skip problems already saved under the same
-    settings; max_seconds: start no chunk of `chunk` problems after this long (needs state_dir)."""
+    settings; max_seconds: start no chunk of `chunk` problems after this long (needs state_dir);
+    beside: a library whose choice for each problem is timed in the same run, for comparison."""
     out_dir = Path(out_dir)
     (out_dir / "kernels").mkdir(parents=True, exist_ok=True)
     options = options or EvalOptions()
@@ -140,12 +148,16 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
     # one bench over the union of shortlists: each problem's job carries only its own shortlist
     per_problem = {p: shortlist(p, tiles_per_family) for p in problems}
     union = {name: text for lst in per_problem.values() for name, text in lst} | references
+    current = {p: BESIDE + beside.lookup(p).name for p in problems} if beside else {}
+    union |= {name: beside.candidate(name[len(BESIDE):]).source for name in set(current.values())}
     # prune by the resource report before any GPU time (compiles are cached, so run_bench reuses them)
     layouts = tuple(sorted({p.layout for p in problems}))
     named = sorted(union.items())
     infos = {name: info for (name, _), (_, info) in zip(named, compile_all(named, layouts, arch, sass=True))}
     pruned = {name for name, info in infos.items() if not resources_ok(info)}
     wanted = {p: ({n for n, _ in per_problem[p]} | set(references)) - pruned for p in problems}
+    for p, name in current.items():
+        wanted[p].add(name)  # timed whatever its resource report: it is the kernel the winner would replace
     # what a saved result depends on: the options, the arch and the candidates' texts
     settings = {p: config_hash([options.to_dict(), arch, sorted((n, union[n]) for n in wanted[p])]) for p in problems}
     if state:
@@ -179,7 +191,8 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
     used = set(references)
     for pr in results["problems"]:
         problem = Problem.from_dict(pr["problem"])
-        ok = [(n, r) for n, r in pr["candidates"].items() if r.get("status") == "ok" and r.get("time_us")]
+        ok = [(n, r) for n, r in pr["candidates"].items() if r.get("status") == "ok" and r.get("time_us")
+              and not n.startswith(BESIDE)]
         if not ok:
             continue
         name, r = min(ok, key=lambda nr: nr[1]["time_us"])
@@ -189,6 +202,11 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
                                          "best_baseline": pr.get("best_baseline"),
                                          "shape_class": problem.shape_class,
                                          "references": {n: r.get("speedup_vs_best") for n, r in ok if n in references}}
+        if problem in current:
+            old = pr["candidates"].get(current[problem], {})
+            table["entries"][problem.key]["beside"] = {
+                "kernel": current[problem][len(BESIDE):], "status": old.get("status"), "time_us": old.get("time_us"),
+                "time_ratio": r["time_us"] / old["time_us"] if old.get("time_us") else None}
         used.add(name)
     for name in used:
         (out_dir / "kernels" / f"{name}.cu").write_text(union[name])

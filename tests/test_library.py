@@ -96,6 +96,16 @@ def test_tune_shortlist_prefers_one_copy_and_fuller_last_waves():
     assert not any("_cl2" in n for n in wgmma_names(Problem(4096, 4096, 4096), 2))
 
 
+def saved_result(problem: Problem, times_us: dict[str, float], baseline_us: float = 4.5) -> dict:
+    """A problem's result as a GPU tune saves it: the candidates' and cuBLAS's times."""
+    tflops = problem.flops / baseline_us / 1e6
+    return {"problem": problem.to_dict(), "best_baseline": "cublas", "best_baseline_us": baseline_us,
+            "baselines": {"cublas": {"time_us": baseline_us, "tflops": tflops, "verified": True}},
+            "candidates": {name: {"status": "ok", "time_us": t, "tflops": problem.flops / t / 1e6,
+                                  "speedup_vs_best": baseline_us / t, "speedup_vs_cublas": baseline_us / t}
+                           for name, t in times_us.items()}}
+
+
 def test_a_resumed_tune_keeps_saved_results_and_measures_the_rest(tmp_path):
     # On a CPU nothing is measured, so the second call shows the resume path with a result saved as a
     # GPU call saves it: the problem with a result under its current settings comes from the save,
@@ -110,8 +120,7 @@ def test_a_resumed_tune_keeps_saved_results_and_measures_the_rest(tmp_path):
          state_dir=state)
     settings = json.loads((state / "settings.json").read_text())
     assert set(settings) == {kept.key, stale.key}
-    measured = {"problem": kept.to_dict(), "best_baseline": "cublas", "candidates": {
-        "reference_mma_sync": {"status": "ok", "time_us": 5.0, "speedup_vs_best": 0.9}}}
+    measured = saved_result(kept, {"reference_mma_sync": 5.0})
     (state / f"{kept.key}.json").write_text(json.dumps({"settings": settings[kept.key], "result": measured}))
     (state / f"{stale.key}.json").write_text(json.dumps({"settings": "other", "result": measured}))
     table = tune([kept, stale], tmp_path / "lib", options, tiles_per_family=1, arch="sm_90a",
@@ -132,3 +141,26 @@ def test_a_tune_out_of_time_stops_between_chunks_and_says_what_is_left(tmp_path)
     table = tune([first, second], tmp_path / "lib", EvalOptions(reps=1, baselines=("cublas",)), tiles_per_family=1,
                  arch="sm_90a", progress=False, state_dir=tmp_path / "progress", max_seconds=0, chunk=1)
     assert table["pending"] == [second.key]
+
+
+def test_a_tune_beside_a_library_times_its_kernel_for_each_shape_and_never_picks_it(library, tmp_path):
+    from hgemm.entry import EvalOptions
+    from hgemm.tune import tune
+
+    problem, state = Problem(4096, 4096, 4096), tmp_path / "progress"
+    options = EvalOptions(reps=1, baselines=("cublas",))
+    tune([problem], tmp_path / "lib", options, tiles_per_family=1, arch="sm_90a", progress=False,
+         beside=library, state_dir=state)
+    bench = json.loads((tmp_path / "lib" / "bench.json").read_text())
+    # on a CPU the candidates are compiled, not timed; the library's kernel for the shape is among them
+    assert "beside:big" in bench["problems"][0]["candidates"]
+    assert bench["candidates"]["beside:big"]["status"] == "compiled"
+    # with a result as a GPU call saves it, the faster of the two wins and the entry compares them
+    measured = saved_result(problem, {"reference_mma_sync": 200.0, "beside:big": 100.0})
+    settings = json.loads((state / "settings.json").read_text())[problem.key]
+    (state / f"{problem.key}.json").write_text(json.dumps({"settings": settings, "result": measured}))
+    table = tune([problem], tmp_path / "lib", options, tiles_per_family=1, arch="sm_90a", progress=False,
+                 beside=library, state_dir=state)
+    entry = table["entries"][problem.key]
+    assert entry["kernel"] == "reference_mma_sync"  # the compared kernel is never chosen
+    assert entry["beside"] == {"kernel": "big", "status": "ok", "time_us": 100.0, "time_ratio": 2.0}

@@ -4,6 +4,8 @@
 #                                       # timing guards cost honest kernels; harness throughput
 #   bash scripts/gpu_harness.sh grid    # the library over the default grid in both timing regimes,
 #                                       # with clocks and throttle reasons per contender
+#   bash scripts/gpu_harness.sh retune  # the families (header renders) tuned over the default grid, each
+#                                       # shape's winner timed beside benchmarks/tune's kernel in one run
 # Raw results (JSON with the environment) and logs go to $OUT; a short table is printed last.
 # TESTS="tests/test_gpu_harness.py ..." runs fewer GPU test files.
 source scripts/gpu_env.sh
@@ -29,5 +31,22 @@ grid)
   done
   python3 benchmarks/timing_regimes.py "$OUT/default_spin_batch.json" "$OUT/default_sustained.json" \
     --out "$OUT/timing_regimes.md"
+  ;;
+retune)
+  # in parts: each shape's result stays in results/retune/progress; a later call carrying results/retune
+  # goes on from there. What comes back: $OUT/retune.tgz (the table, kernels, bench.json, progress)
+  timeout 540 python3 -m hgemm.cli tune --grid configs/grids/default.yaml --out results/retune --tiles 2 \
+    --beside benchmarks/tune --max-seconds 420 > "$OUT/retune.log" 2>&1
+  echo "retune: rc $?"
+  tar czf "$OUT/retune.tgz" results/retune
+  python3 - results/retune/table.json <<'PY'
+import json, math, sys
+table = json.load(open(sys.argv[1]))
+pairs = [(k, e["beside"]["time_ratio"]) for k, e in table["entries"].items() if (e.get("beside") or {}).get("time_ratio")]
+print(f"{len(table['entries'])} shapes tuned, {len(table['pending'])} pending, {len(pairs)} timed beside the library")
+if pairs:
+    print(f"new/old time, geomean {math.exp(sum(math.log(r) for _, r in pairs) / len(pairs)):.4f}; "
+          f"worst {max(pairs, key=lambda kr: kr[1])}")
+PY
   ;;
 esac

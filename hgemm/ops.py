@@ -25,7 +25,7 @@ import torch
 
 from .compile import compile_candidate
 from .library import DEFAULT_LIBRARY, Choice, Library
-from .params import gemm_param_buffer, workspace_to_zero
+from .params import driver_param_layout, gemm_param_buffer, workspace_to_zero
 from .problem import Problem
 
 log = logging.getLogger("hgemm.ops")
@@ -33,7 +33,7 @@ _DEFAULT_PATH = str(DEFAULT_LIBRARY)  # absolute; a string, since the ops take t
 
 _libraries: dict[str, Library] = {}
 _launchers: dict[tuple[str, str], "StreamKernel"] = {}  # (kernel name, layout) -> loaded kernel
-_choices: dict[tuple[str, str], tuple[Choice, "StreamKernel"]] = {}  # (library, problem key) -> dispatch
+_choices: dict[tuple[str, str], tuple] = {}  # (library, problem key) -> _dispatched's answer
 _lock = threading.Lock()
 _said: set[str] = set()
 
@@ -52,19 +52,11 @@ class StreamKernel:
             self.module = _check(cu, cu.cuModuleLoadData(f.read()), "cuModuleLoadData")
         self.function = _check(cu, cu.cuModuleGetFunction(self.module, entry.encode()), "cuModuleGetFunction")
         self.entry = entry
-        self.param_layout = self._param_layout()
+        self.param_layout = driver_param_layout(cu, self.function)
+        if self.param_layout is None:
+            raise RuntimeError(f"cuFuncGetParamInfo({entry}) failed: the driver cannot lay out the parameters")
         self._smem_limit = 48 * 1024 - _check(cu, cu.cuFuncGetAttribute(
             cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, self.function), "cuFuncGetAttribute")
-
-    def _param_layout(self) -> list[tuple[int, int]]:
-        cu, layout = self.cu, []
-        while True:
-            err, offset, size = cu.cuFuncGetParamInfo(self.function, len(layout))
-            if err == cu.CUresult.CUDA_ERROR_INVALID_VALUE:  # past the last parameter
-                return layout
-            if err != cu.CUresult.CUDA_SUCCESS:
-                raise RuntimeError(f"cuFuncGetParamInfo({self.entry}): {err.name}")
-            layout.append((int(offset), int(size)))
 
     def prepare_smem(self, dynamic_smem: int) -> None:
         # dynamic shared memory above 48 KB (less the static part) needs an opt-in, once per size increase
@@ -103,7 +95,9 @@ def dispatch(library: str, problem: Problem) -> Choice:
     return _dispatched(library, problem)[0]
 
 
-def _dispatched(library: str, problem: Problem) -> tuple[Choice, StreamKernel | None]:
+def _dispatched(library: str, problem: Problem) -> tuple[Choice, StreamKernel | None, tuple | None]:
+    """(choice, loaded kernel, (grid, block, smem, workspace bytes)), decided once per shape; no kernel
+    and no launch dimensions without a GPU."""
     key = (library, problem.key)
     hit = _choices.get(key)
     if hit is None:
@@ -111,7 +105,13 @@ def _dispatched(library: str, problem: Problem) -> tuple[Choice, StreamKernel | 
             hit = _choices.get(key)
             if hit is None:
                 choice = _library(library).lookup(problem)
-                hit = _choices[key] = (choice, _kernel(choice, problem.layout) if torch.cuda.is_available() else None)
+                kernel = dims = None
+                if torch.cuda.is_available():
+                    kernel = _kernel(choice, problem.layout)
+                    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+                    dims = choice.candidate.spec.launch_dims(problem.variables() | {"num_sms": sms})
+                    kernel.prepare_smem(dims[2])
+                hit = _choices[key] = (choice, kernel, dims)
     return hit
 
 
@@ -184,20 +184,17 @@ def _run(A: torch.Tensor, B: torch.Tensor, library: str, out: torch.Tensor) -> N
         torch.matmul(A, B, out=out)
         return
     p = ops.problem
-    choice, kernel = _dispatched(library, p)
+    choice, kernel, (grid, block, smem, ws_bytes) = _dispatched(library, p)
     c = out.unsqueeze(0) if out.dim() == 2 else out
     if not c.is_contiguous():
         _say_once("out is not contiguous")
         torch.matmul(A, B, out=out)
         return
-    env = p.variables() | {"num_sms": torch.cuda.get_device_properties(A.device).multi_processor_count}
-    grid, block, smem, ws_bytes = choice.candidate.spec.launch_dims(env)
     ws = torch.empty(ws_bytes, dtype=torch.uint8, device=A.device) if ws_bytes else None
     if ws is not None:
         zero = workspace_to_zero(choice.candidate.spec, p, ws)
         if zero is not None and zero.numel():
             zero.zero_()  # the harness's contract (the staged copies at its start are overwritten whole)
-    kernel.prepare_smem(smem)
     params = gemm_param_buffer(choice.candidate.spec, p, ops.a, ops.b, c, ws, kernel.param_layout)
     kernel.launch(grid, block, params, smem, torch.cuda.current_stream(A.device).cuda_stream)
 

@@ -60,6 +60,19 @@ def param_layout(params: list[Param], layout: list[tuple[int, int]] | None = Non
     return layout
 
 
+def driver_param_layout(cu, function) -> list[tuple[int, int]] | None:
+    """(offset, size) of each parameter of a loaded CUfunction as the driver lays them out
+    (cuFuncGetParamInfo, CUDA 12.4+; `cu` is cuda.bindings.driver), or None where the query fails."""
+    layout = []
+    while True:
+        err, offset, size = cu.cuFuncGetParamInfo(function, len(layout))
+        if err == cu.CUresult.CUDA_ERROR_INVALID_VALUE:  # past the last parameter
+            return layout
+        if err != cu.CUresult.CUDA_SUCCESS:  # e.g. CUDA_ERROR_NOT_SUPPORTED on an old driver
+            return None
+        layout.append((int(offset), int(size)))
+
+
 def pack_params(params: list[Param], layout: list[tuple[int, int]] | None = None) -> bytes:
     """The parameter buffer, at the offsets of param_layout."""
     layout = param_layout(params, layout)

@@ -20,6 +20,7 @@ import pycuda.autoprimaryctx  # noqa: E402,F401  (pushes the primary context of 
 import pycuda.driver as cuda  # noqa: E402
 
 from .candidate import Candidate, parse_candidate  # noqa: E402
+from .params import driver_param_layout  # noqa: E402
 
 STICKY_MARKERS = ("illegal address", "illegal instruction", "misaligned address", "unspecified launch failure",
                   "hardware stack error", "invalid program counter", "exception", "launch timed out",
@@ -90,16 +91,7 @@ def _param_layout(cubin_path: str, entry: str) -> list[tuple[int, int]] | None:
         return None
     try:
         err, func = cu.cuModuleGetFunction(module, entry.encode())
-        if err != cu.CUresult.CUDA_SUCCESS:
-            return None
-        layout = []
-        while True:
-            err, offset, size = cu.cuFuncGetParamInfo(func, len(layout))
-            if err == cu.CUresult.CUDA_ERROR_INVALID_VALUE:  # past the last parameter
-                return layout
-            if err != cu.CUresult.CUDA_SUCCESS:  # e.g. CUDA_ERROR_NOT_SUPPORTED on an old driver
-                return None
-            layout.append((int(offset), int(size)))
+        return driver_param_layout(cu, func) if err == cu.CUresult.CUDA_SUCCESS else None
     finally:
         cu.cuModuleUnload(module)
 

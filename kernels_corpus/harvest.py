@@ -307,6 +307,7 @@ def harvest_tuned(table_path: str | None, missing: list[str]) -> Iterator[Docume
     table_file = Path(resolve_project_path(table_path))
     table = json.loads(table_file.read_text())
     renders = {fam.name(p): (fam, p) for fam, p in all_params()}
+    stored = {path.stem: path.read_text() for path in sorted((table_file.parent / "kernels").glob("*.cu"))}
     gpus = (table.get("env") or {}).get("gpus") or [{}]
     gpu = gpus[0].get("name", "the tuning GPU")
     version = project_version()
@@ -315,12 +316,11 @@ def harvest_tuned(table_path: str | None, missing: list[str]) -> Iterator[Docume
             continue  # a kernel no family renders (a reference, a model's) or one never timed
         fam, params = renders[entry["kernel"]]
         problem = Problem.from_key(key, entry.get("shape_class", "adhoc"))
+        references = {name: s for name, s in (entry.get("references") or {}).items() if name in stored}
         context = []
-        references = {name: s for name, s in (entry.get("references") or {}).items()
-                      if (table_file.parent / "kernels" / f"{name}.cu").is_file()}
         if references:
             name = max(references, key=references.get)
-            context = [((table_file.parent / "kernels" / f"{name}.cu").read_text(), float(references[name]))]
+            context = [(stored[name], float(references[name]))]
         answer = tuned_comment(entry, gpu) + "\n" + fam.render(params)
         yield Document(format_training_example(problem, answer, context=context), "tuned", PROJECT_PACKAGE,
                        version, f"tuned/{key}:{entry['kernel']}", PROJECT_LICENCE)

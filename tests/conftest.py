@@ -49,3 +49,16 @@ def _isolated_cubin_cache(tmp_path_factory):
 
 def read_kernel(rel: str) -> str:
     return (ROOT / rel).read_text()
+
+
+def write_library(folder: Path, kernels: dict[str, str], entries: dict[str, str], fallback: str) -> Path:
+    """A library folder as `hgemm tune` writes it: kernels/<name>.cu and a table mapping problem keys
+    to kernel names, for dispatch tests."""
+    import json
+
+    (folder / "kernels").mkdir(parents=True, exist_ok=True)
+    for name, text in kernels.items():
+        (folder / "kernels" / f"{name}.cu").write_text(text)
+    table = {"fallback": fallback, "entries": {key: {"kernel": name} for key, name in entries.items()}}
+    (folder / "table.json").write_text(json.dumps(table))
+    return folder

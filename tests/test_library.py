@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, write_library
 from hgemm.candidate import parse_candidate
 from hgemm.library import Library
 from hgemm.problem import Problem
@@ -15,16 +15,9 @@ MMA = (ROOT / "kernels_corpus/reference/mma_sync.cu").read_text()
 
 @pytest.fixture
 def library(tmp_path):
-    (tmp_path / "kernels").mkdir()
-    (tmp_path / "kernels" / "generic.cu").write_text(NAIVE)
-    (tmp_path / "kernels" / "big.cu").write_text(MMA)
-    (tmp_path / "kernels" / "nn_only.cu").write_text(MMA.replace("layouts: NN, TN", "layouts: NN"))
-    table = {"fallback": "generic", "entries": {
-        Problem(4096, 4096, 4096).key: {"kernel": "big"},
-        Problem(16, 4096, 4096).key: {"kernel": "nn_only"},
-    }}
-    (tmp_path / "table.json").write_text(json.dumps(table))
-    return Library(tmp_path)
+    return Library(write_library(tmp_path, {
+        "generic": NAIVE, "big": MMA, "nn_only": MMA.replace("layouts: NN, TN", "layouts: NN")}, {
+        Problem(4096, 4096, 4096).key: "big", Problem(16, 4096, 4096).key: "nn_only"}, "generic"))
 
 
 def test_exact_hit(library):

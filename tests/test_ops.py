@@ -2,7 +2,6 @@
 torch.compile, the out= form, the gradient, the fallback for inputs the kernels do not take, and
 dispatch decided once per shape. The GPU side (current stream, CUDA graphs) is tests/test_gpu_ops.py."""
 
-import json
 import logging
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import hgemm  # noqa: E402
-from conftest import ROOT  # noqa: E402
+from conftest import ROOT, write_library  # noqa: E402
 from hgemm import ops  # noqa: E402
 from hgemm.problem import Problem  # noqa: E402
 
@@ -20,12 +19,8 @@ MMA = (ROOT / "kernels_corpus/reference/mma_sync.cu").read_text()
 
 @pytest.fixture
 def library(tmp_path):
-    (tmp_path / "kernels").mkdir()
-    (tmp_path / "kernels" / "generic.cu").write_text(NAIVE)
-    (tmp_path / "kernels" / "big.cu").write_text(MMA)
-    table = {"fallback": "generic", "entries": {Problem(4096, 4096, 4096).key: {"kernel": "big"}}}
-    (tmp_path / "table.json").write_text(json.dumps(table))
-    return str(tmp_path)
+    return str(write_library(tmp_path, {"generic": NAIVE, "big": MMA}, {Problem(4096, 4096, 4096).key: "big"},
+                             "generic"))
 
 
 def test_the_ops_are_registered_with_their_schemas():

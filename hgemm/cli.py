@@ -1,5 +1,5 @@
 """`hgemm check FILE...`, `hgemm bench --kernels PATH --grid GRID --out results.json`, `hgemm tune`,
-and `hgemm summarize RESULTS [--goals]` (Markdown again from a results file, no GPU needed).
+and `hgemm summarize RESULTS... [--goals | --libraries A,B]` (Markdown again from results files, no GPU needed).
 
 A user error (a missing or unreadable file, a bad grid, an empty selection, a bad option value) ends
 the command with one line on stderr and a non-zero exit: argparse's `error:` line for options,
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -17,10 +18,10 @@ from .bench import run_bench
 from .compile import name_source
 from .entry import BASELINES, TIMING_METHODS, EvalOptions
 from .files import UnreadableFile, read_user_text
-from .library import Library
+from .library import Library, merge_libraries
 from .pool import compile_all, visible_gpus
 from .problem import GridError, Problem, load_grid, select_problems
-from .summary import goals_markdown, markdown
+from .summary import goals_markdown, libraries_markdown, markdown
 from .tune import tune
 
 
@@ -80,14 +81,22 @@ def _problems_and_options(args) -> tuple[list[Problem], EvalOptions]:
     return problems, options
 
 
-def library_candidates(path: str, problems: list[Problem]) -> tuple[list[tuple[str, str]], Callable]:
-    """The library's choice for every problem, as bench candidates named `library:<kernel>`."""
-    if not (Path(path) / "table.json").is_file():
-        raise user_error(f"{path}: not a tuned library (no table.json; `hgemm tune --out {path}` writes one)")
-    lib = Library(path)
-    picks = {p: lib.lookup(p) for p in problems}
-    named = sorted({(f"library:{c.name}", c.candidate.source) for c in picks.values()})
-    return named, lambda p, name: name == f"library:{picks[p].name}"
+def library_candidates(paths: list[str], problems: list[Problem]) -> tuple[list[tuple[str, str]], Callable]:
+    """Each library's choice for every problem, as bench candidates named `library:<kernel>` (one
+    library) or `<folder name>:<kernel>` (several, timed side by side in one run)."""
+    for path in paths:
+        if not (Path(path) / "table.json").is_file():
+            raise user_error(f"{path}: not a tuned library (no table.json; `hgemm tune --out {path}` writes one)")
+    prefixes = ["library"] if len(paths) == 1 else [Path(p).resolve().name for p in paths]
+    if len(set(prefixes)) < len(prefixes):
+        raise user_error(f"libraries compared in one run need distinct folder names: {', '.join(paths)}")
+    picks = {}  # (problem, prefix) -> choice
+    for path, prefix in zip(paths, prefixes):
+        lib = Library(path)
+        picks |= {(p, prefix): lib.lookup(p) for p in problems}
+    named = sorted({(f"{prefix}:{c.name}", c.candidate.source) for (_, prefix), c in picks.items()})
+    wanted = {p: {f"{prefix}:{picks[p, prefix].name}" for prefix in prefixes} for p in problems}
+    return named, lambda p, name: name in wanted[p]
 
 
 def cmd_bench(args) -> int:
@@ -104,8 +113,24 @@ def cmd_bench(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1, default=str))
     md = markdown(results)
+    if args.library and len(args.library) > 1:
+        md += "\n" + libraries_markdown(results, [Path(p).resolve().name for p in args.library])
     Path(args.markdown or out.with_suffix(".md")).write_text(md)
     print(md)
+    return 0
+
+
+def cmd_merge(args) -> int:
+    """One library from several tune folders (hgemm.library.merge_libraries)."""
+    for path in args.libraries:
+        if not (Path(path) / "table.json").is_file():
+            raise user_error(f"{path}: not a tuned library (no table.json)")
+    try:
+        table = merge_libraries(args.libraries, args.out)
+    except ValueError as e:
+        raise user_error(str(e)) from None
+    sources = Counter(e["source"] for e in table["entries"].values())
+    print(f"{args.out}: {len(table['entries'])} shapes ({', '.join(f'{n} from {s}' for s, n in sources.items())})")
     return 0
 
 
@@ -126,15 +151,21 @@ def cmd_tune(args) -> int:
 
 
 def cmd_summarize(args) -> int:
-    """Markdown again from a results file already on disk (no GPU): after a change to the summaries, or
-    on a machine that only has the committed JSON."""
-    try:
-        results = json.loads(_read_text(Path(args.results)))
-    except json.JSONDecodeError as e:
-        raise user_error(f"{args.results}: not a results JSON file (line {e.lineno}: {e.msg})") from None
-    if not isinstance(results, dict) or not isinstance(results.get("problems"), list):
-        raise user_error(f"{args.results}: not a results file of hgemm bench or tune (no 'problems' list)")
-    md = goals_markdown(results) if args.goals else markdown(results)
+    """Markdown again from results files already on disk (no GPU): after a change to the summaries, or
+    on a machine that only has the committed JSON. Several files (parts of one grid) are read as one."""
+    results = None
+    for path in args.results:
+        try:
+            part = json.loads(_read_text(Path(path)))
+        except json.JSONDecodeError as e:
+            raise user_error(f"{path}: not a results JSON file (line {e.lineno}: {e.msg})") from None
+        if not isinstance(part, dict) or not isinstance(part.get("problems"), list):
+            raise user_error(f"{path}: not a results file of hgemm bench or tune (no 'problems' list)")
+        results = part if results is None else dict(results, problems=results["problems"] + part["problems"])
+    if args.libraries:
+        md = libraries_markdown(results, args.libraries.split(","))
+    else:
+        md = goals_markdown(results) if args.goals else markdown(results)
     if args.out:
         Path(args.out).write_text(md)
     print(md)
@@ -190,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
 
     b = sub.add_parser("bench", help="verify and time candidates against the baselines over a grid")
     b.add_argument("--kernels", default=None, help="a candidate .cu file or a folder of them")
-    b.add_argument("--library", default=None, help="a tuned library folder: bench its choice per shape")
+    b.add_argument("--library", action="append", default=None,
+                   help="a tuned library folder: bench its choice per shape (repeat to compare libraries)")
     b.add_argument("--out", required=True, help="results JSON path (a Markdown summary goes beside it)")
     b.add_argument("--markdown", default=None, help="summary path (default: OUT with .md)")
     _grid_args(b)
@@ -209,9 +241,16 @@ def main(argv: list[str] | None = None) -> int:
     _grid_args(t)
     t.set_defaults(fn=cmd_tune)
 
+    g = sub.add_parser("merge", help="one library from several tune folders: every shape, the faster entry where both tuned it")
+    g.add_argument("libraries", nargs="+", help="tuned library folders (the first one's fallback is kept)")
+    g.add_argument("--out", required=True, help="folder for the merged table.json and kernels/")
+    g.set_defaults(fn=cmd_merge)
+
     m = sub.add_parser("summarize", help="the Markdown summary (or the library's per-class goals) of an existing results JSON")
-    m.add_argument("results", help="results JSON of hgemm bench, or a library's bench.json")
+    m.add_argument("results", nargs="+", help="results JSON of hgemm bench (or parts of one), or a library's bench.json")
     m.add_argument("--goals", action="store_true", help="the per-class goals table with each miss (goals.md)")
+    m.add_argument("--libraries", default=None, metavar="A,B",
+                   help="only the side-by-side table of libraries benched together (hgemm bench --library A --library B)")
     m.add_argument("--out", default=None, help="write the Markdown here as well as printing it")
     m.set_defaults(fn=cmd_summarize)
 

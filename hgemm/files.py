@@ -6,6 +6,7 @@ then replaces the target in one rename.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -22,7 +23,12 @@ def read_user_text(path: str | os.PathLike, kind: str = "file") -> str:
     """The text of a file a user named, or UnreadableFile saying why not ("no such grid file", "not a
     UTF-8 text file", ...): user input ends in one line, never a traceback."""
     try:
+        if str(path).endswith(".gz"):  # committed results files too large to keep uncompressed
+            with gzip.open(path, "rt") as f:
+                return f.read()
         return Path(path).read_text()
+    except (gzip.BadGzipFile, EOFError):
+        raise UnreadableFile(f"{path}: not a gzip file") from None
     except FileNotFoundError:
         raise UnreadableFile(f"{path}: no such {kind}") from None
     except IsADirectoryError:

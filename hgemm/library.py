@@ -95,3 +95,34 @@ def tma_compatible(cand: Candidate, problem: Problem) -> bool:
     """TMA needs every described operand's row pitch to be a multiple of 16 bytes (8 fp16); a staged
     operand is read from a padded copy, whose pitch always is."""
     return all(t.staged or operand_shape(t.operand, problem)[2] % 8 == 0 for t in cand.spec.tensor_maps)
+
+
+def merge_libraries(folders: list[str | Path], out_dir: str | Path) -> dict:
+    """One library from several tune folders: every tuned shape of any of them, and where two tuned the
+    same shape, the entry with the higher speedup over its run's strongest baseline (each run measures
+    its own baselines, so the ratio, not the time, is compared). The fallback is the first folder's.
+    Writes table.json and kernels/ under out_dir; returns the table."""
+    if not folders:
+        raise ValueError("merge needs at least one library folder")
+    out = Path(out_dir)
+    (out / "kernels").mkdir(parents=True, exist_ok=True)
+    tables = [(Path(f), json.loads((Path(f) / "table.json").read_text())) for f in folders]
+    entries: dict[str, dict] = {}
+    for folder, table in tables:
+        for key, entry in table.get("entries", {}).items():
+            kept = entries.get(key)
+            if kept is None or (entry.get("speedup_vs_best") or 0) > (kept.get("speedup_vs_best") or 0):
+                entries[key] = dict(entry, source=str(folder))
+    fallback_folder, first = tables[0]
+    merged = {"arch": first.get("arch"), "entries": dict(sorted(entries.items())), "fallback": first["fallback"],
+              "merged_from": [str(f) for f, _ in tables], "pending": sorted({k for _, t in tables
+                                                                             for k in t.get("pending", [])} - set(entries))}
+    wanted = {(Path(e["source"]), e["kernel"]) for e in entries.values()} | {(fallback_folder, first["fallback"])}
+    for folder, name in wanted:
+        text = (folder / "kernels" / f"{name}.cu").read_text()
+        target = out / "kernels" / f"{name}.cu"
+        if target.is_file() and target.read_text() != text:
+            raise ValueError(f"two libraries hold different kernels named {name}")
+        target.write_text(text)
+    (out / "table.json").write_text(json.dumps(merged, indent=1))
+    return merged

@@ -43,11 +43,16 @@ class StreamKernel:
     given stream (CU_LAUNCH_PARAM_BUFFER_POINTER, the form PyCUDA uses, but with a stream handle)."""
 
     def __init__(self, cubin_path: str, entry: str):
-        # cuda.bindings loads only where a GPU path runs; torch has made the primary context current
+        # cuda.bindings loads only where a GPU path runs
         from cuda.bindings import driver as cu
 
         self.cu = cu
         torch.cuda.init()
+        # the device's primary context, the one torch's runtime calls use; bound per calling thread in
+        # make_current, since torch's own threads (autograd's backward workers) may have none current
+        device = _check(cu, cu.cuDeviceGet(torch.cuda.current_device()), "cuDeviceGet")
+        self.context = _check(cu, cu.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
+        self.make_current()
         with open(cubin_path, "rb") as f:
             self.module = _check(cu, cu.cuModuleLoadData(f.read()), "cuModuleLoadData")
         self.function = _check(cu, cu.cuModuleGetFunction(self.module, entry.encode()), "cuModuleGetFunction")
@@ -57,6 +62,14 @@ class StreamKernel:
             raise RuntimeError(f"cuFuncGetParamInfo({entry}) failed: the driver cannot lay out the parameters")
         self._smem_limit = 48 * 1024 - _check(cu, cu.cuFuncGetAttribute(
             cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, self.function), "cuFuncGetAttribute")
+
+    def make_current(self) -> None:
+        """Make the kernel's context current on this thread (tensor maps and launches need one)."""
+        current = _check(self.cu, self.cu.cuCtxGetCurrent(), "cuCtxGetCurrent")
+        if int(current) != int(self.context):
+            (err,) = self.cu.cuCtxSetCurrent(self.context)
+            if err != self.cu.CUresult.CUDA_SUCCESS:
+                raise RuntimeError(f"cuCtxSetCurrent: {err.name}")
 
     def prepare_smem(self, dynamic_smem: int) -> None:
         # dynamic shared memory above 48 KB (less the static part) needs an opt-in, once per size increase
@@ -190,6 +203,7 @@ def _run(A: torch.Tensor, B: torch.Tensor, library: str, out: torch.Tensor) -> N
         _say_once("out is not contiguous")
         torch.matmul(A, B, out=out)
         return
+    kernel.make_current()
     ws = torch.empty(ws_bytes, dtype=torch.uint8, device=A.device) if ws_bytes else None
     if ws is not None:
         zero = workspace_to_zero(choice.candidate.spec, p, ws)

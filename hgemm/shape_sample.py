@@ -9,6 +9,9 @@ Keys listed in `exclude` (grid files) are never drawn: a held-out sample stays d
 that tune the library and prompt the policy.
 
     python -m hgemm.shape_sample --n 320 --seed 1 --out configs/grids/sample.yaml
+
+With --split-every E, the same draw is split in two files: every E-th shape of each kind goes to
+--heldout-out, the rest to --out. A dispatch rule is fitted on the first and judged on the second.
     python -m hgemm.shape_sample --n 48 --seed 2 --exclude configs/grids/sample.yaml \\
         configs/grids/default.yaml --out configs/grids/heldout.yaml
 """
@@ -97,6 +100,18 @@ def sample_shapes(n: int, seed: int, exclude: set[str] = frozenset()) -> list[Pr
     return sorted(chosen.values(), key=lambda p: (p.shape_class, p.layout, p.key))
 
 
+def split(problems: list[Problem], every: int) -> tuple[list[Problem], list[Problem]]:
+    """(fit, held out): every `every`-th problem of each kind, in the sample's order, is held out."""
+    if every < 2:
+        raise ValueError(f"--split-every must be at least 2, got {every}")
+    fit, held = [], []
+    seen: Counter = Counter()
+    for p in problems:
+        (held if seen[p.shape_class] % every == every // 2 else fit).append(p)
+        seen[p.shape_class] += 1
+    return fit, held
+
+
 def grid_text(problems: list[Problem], header: str) -> str:
     """A grid file: one group per class and layout, explicit [M, N, K, batch] shapes."""
     groups = []
@@ -112,21 +127,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, required=True, help="number of shapes")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--exclude", nargs="*", default=[], help="grid files whose shapes are never drawn")
-    ap.add_argument("--out", required=True, help="grid YAML to write")
+    ap.add_argument("--out", required=True, help="grid YAML to write (with --split-every: the fitting part)")
+    ap.add_argument("--split-every", type=int, default=None, help="hold out every N-th shape of each kind")
+    ap.add_argument("--heldout-out", default=None, help="grid YAML for the held-out part (with --split-every)")
     args = ap.parse_args(argv)
+    if (args.split_every is None) != (args.heldout_out is None):
+        print("error: --split-every and --heldout-out go together", file=sys.stderr)
+        return 2
     try:
         exclude = {p.key for path in args.exclude for p in load_grid(path)}
         problems = sample_shapes(args.n, args.seed, exclude)
+        parts = [(args.out, problems)]
+        if args.split_every is not None:
+            fit, held = split(problems, args.split_every)
+            parts = [(args.out, fit), (args.heldout_out, held)]
     except (GridError, ValueError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    counts = Counter(p.shape_class for p in problems)
     command = " ".join(["python -m hgemm.shape_sample"] + (argv if argv is not None else sys.argv[1:]))
-    header = (f"{len(problems)} shapes drawn log-uniformly over 1..{DIM_MAX} per dimension "
-              f"(hgemm/shape_sample.py), made by\n  {command}\n"
-              + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    atomic_write_text(args.out, grid_text(problems, header))
-    print(f"{args.out}: {len(problems)} shapes ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")
+    for i, (path, chosen) in enumerate(parts):
+        counts = Counter(p.shape_class for p in chosen)
+        what = ("" if len(parts) == 1 else
+                f"the {'held-out' if i else 'fitting'} part of a {len(problems)}-shape sample: ")
+        header = (f"{what}{len(chosen)} shapes drawn log-uniformly over 1..{DIM_MAX} per dimension "
+                  f"(hgemm/shape_sample.py), made by\n  {command}\n"
+                  + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+        atomic_write_text(path, grid_text(chosen, header))
+        print(f"{path}: {len(chosen)} shapes ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")
     return 0
 
 

@@ -13,11 +13,17 @@ def geomean(xs: list[float]) -> float | None:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
+# Name prefix of a kernel timed only for comparison (a tune beside a library: the kernel its winner
+# would replace); it is never a shape's best candidate.
+BESIDE = "beside:"
+
+
 def best_candidate_per_problem(results: dict) -> dict[str, tuple[str, dict]]:
     """problem key -> (candidate name, its result) for the fastest verified candidate."""
     best = {}
     for pr in results["problems"]:
-        ok = [(n, r) for n, r in pr["candidates"].items() if r.get("status") == "ok" and r.get("time_us")]
+        ok = [(n, r) for n, r in pr["candidates"].items() if r.get("status") == "ok" and r.get("time_us")
+              and not n.startswith(BESIDE)]
         if ok:
             p = pr["problem"]
             key = Problem.from_dict(p).key
@@ -220,4 +226,61 @@ def goals_markdown(results: dict) -> str:
                      f"{x['res'].get('registers', '—')} | {x['res'].get('smem_static', '—')} | "
                      f"{x['r'].get('tflops', 0):.0f} | {x['cublas_tflops'] or 0:.0f} | {bound} | "
                      f"{_fmt(t_roof, 1)} | {_fmt(t, 1)} | {_fmt(t_roof / t if t_roof and t else None, 3)} |")
+    return "\n".join(lines) + "\n"
+
+
+def beside_markdown(table: dict) -> str:
+    """A re-tune against the library it would replace, shape by shape: the new winner's time over the
+    old kernel's, both timed in the same run (a tune's table entries with `beside`)."""
+    rows = [(key, e) for key, e in table.get("entries", {}).items() if (e.get("beside") or {}).get("time_ratio")]
+    lines = ["# Re-tune beside the current library", "",
+             "Per shape the new winner and the kernel the current library dispatches there, timed in one run; "
+             "time ratio below 1 is faster.", "",
+             "| shape | current kernel | its µs | new kernel | µs | new / current |", "|---|---|---:|---|---:|---:|"]
+    for key, e in sorted(rows, key=lambda kv: -kv[1]["beside"]["time_ratio"]):
+        b = e["beside"]
+        lines.append(f"| {key} | {b['kernel']} | {_fmt(b['time_us'], 1)} | {e['kernel']} | {_fmt(e['time_us'], 1)} | "
+                     f"{_fmt(b['time_ratio'])} |")
+    unmeasured = sorted(key for key, e in table.get("entries", {}).items() if key not in dict(rows))
+    ratios = [e["beside"]["time_ratio"] for _, e in rows]
+    lines += ["", f"{len(rows)} shapes timed beside the current kernel"
+              + (f": new / current geomean {geomean(ratios):.4f}, worst {max(ratios):.4f}, "
+                 f"{sum(r <= 1.02 for r in ratios)} within 2%." if rows else ".")]
+    if unmeasured:
+        lines.append(f"Without a timed current kernel: {', '.join(unmeasured)}.")
+    return "\n".join(lines) + "\n"
+
+
+def libraries_markdown(results: dict, prefixes: list[str]) -> str:
+    """Libraries timed side by side (candidates `<prefix>:<kernel>`): per library, over all shapes, each
+    shape class and the TN shapes with an odd N or K, the geomean and worst speedup over each shape's
+    strongest baseline, and on how many shapes it is the fastest of the libraries."""
+    per: dict[str, dict[str, float]] = {prefix: {} for prefix in prefixes}
+    problems: dict[str, Problem] = {}
+    for pr in results.get("problems", []):
+        problem = Problem.from_dict(pr["problem"])
+        for name, r in pr.get("candidates", {}).items():
+            prefix = name.split(":", 1)[0]
+            if prefix in per and r.get("status") == "ok" and r.get("speedup_vs_best"):
+                per[prefix][problem.key] = r["speedup_vs_best"]
+                problems[problem.key] = problem
+    shared = sorted(set.intersection(*(set(v) for v in per.values()))) if per else []
+    subsets = [("all", shared)]
+    subsets += [(f"class {c}", [k for k in shared if problems[k].shape_class == c])
+                for c in sorted({problems[k].shape_class for k in shared})]
+    subsets.append(("TN, odd N or K", [k for k in shared if problems[k].layout == "TN"
+                                        and (problems[k].N % 2 or problems[k].K % 2)]))
+    lines = ["## Libraries side by side", "",
+             f"{len(shared)} shapes where every library's kernel verified and was timed; speedup over each "
+             "shape's strongest baseline in the same run.", "",
+             "| shapes | n | library | geomean | worst | ≥ 1.0 | < 0.8 | fastest of the libraries |",
+             "|---|---:|---|---:|---:|---:|---:|---:|"]
+    for label, keys in subsets:
+        if not keys:
+            continue
+        for prefix, speed in per.items():
+            vals = [speed[k] for k in keys]
+            wins = sum(all(speed[k] >= per[o][k] for o in per if o != prefix) for k in keys)
+            lines.append(f"| {label} | {len(keys)} | {prefix} | {_fmt(geomean(vals))} | {_fmt(min(vals))} | "
+                         f"{sum(v >= 1.0 for v in vals)} | {sum(v < 0.8 for v in vals)} | {wins} |")
     return "\n".join(lines) + "\n"

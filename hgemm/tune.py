@@ -20,10 +20,10 @@ Beside a library (`beside`): each shape's kernel in that library is timed in the
 shortlist (as `beside:<name>`, never chosen), and the table entry records it, so a re-tune says shape
 by shape how its winner compares with the kernel it would replace.
 
-The tensor-core reference kernels (REFERENCES) are timed on every shape too. They are the generic
-fallback, and the kernels a small model writes whole: rl_hgemm shows them, with their measured speedup,
-as context where the tuned winner (5-12k tokens) does not fit a prompt. Each table entry lists their
-speedups under "references".
+Timed on every shape too, and listed with their speedups under each entry's "references": the
+fallback (FALLBACK, the family kernel for shapes that no entry fits) and the tensor-core reference
+kernels (REFERENCES), the raw-CUDA kernels a small model writes whole, which rl_hgemm shows beside the
+tuned winners as measured context.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import json
 import time
 from pathlib import Path
 
-from kernels_corpus.families import FAMILIES
+from kernels_corpus.families import FAMILIES, mma_sync
 
 from .bench import run_bench
 from .candidate import parse_spec
@@ -44,15 +44,18 @@ from .library import Library
 from .params import operand_shape
 from .pool import compile_all
 from .problem import Problem
-from .summary import goals_markdown, markdown
+from .summary import BESIDE, beside_markdown, goals_markdown, markdown
 
 NUM_SMS = 132  # H200; the estimate only ranks variants, the GPU decides
-REFERENCE_FALLBACK = "reference_mma_sync"
+# The table's fallback: an mma.sync family kernel that takes any M, N, K, batch and both layouts
+# (predicated edges, the pair-load path for rows that are not 16-byte aligned, no TMA, no workspace).
+FALLBACK = {"bm": 128, "bn": 128, "bk": 32, "warps_m": 2, "warps_n": 4, "min_blocks": 2, "stages": 4,
+            "split_k": 1, "group_m": 8, "misaligned_loads": "pair"}
+FALLBACK_NAME = mma_sync.name(FALLBACK)
 # kernels_corpus/reference/<stem>.cu timed on every shape as reference_<stem>; naive and smem_tiled are
 # left out, as they take seconds a launch at 16384^3 and are never close
 REFERENCES = ("mma_sync", "mma_pipelined")
 DEFAULT_TILES = 5  # distinct tile shapes per family and problem
-BESIDE = "beside:"  # name prefix of the compared library's kernels
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -144,7 +147,7 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
     state = Path(state_dir) if state_dir else None
     root = Path(__file__).resolve().parent.parent
     references = {f"reference_{stem}": (root / "kernels_corpus/reference" / f"{stem}.cu").read_text()
-                  for stem in REFERENCES}
+                  for stem in REFERENCES} | {FALLBACK_NAME: mma_sync.render(FALLBACK)}
     # one bench over the union of shortlists: each problem's job carries only its own shortlist
     per_problem = {p: shortlist(p, tiles_per_family) for p in problems}
     union = {name: text for lst in per_problem.values() for name, text in lst} | references
@@ -186,7 +189,7 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
     pending = [p.key for p in problems if p not in done]
     results["grid"] = "tune shortlist"
     results["pruned_by_resources"] = sorted(pruned)
-    table = {"arch": results["arch"], "gpu_run": results["gpu_run"], "entries": {}, "fallback": REFERENCE_FALLBACK,
+    table = {"arch": results["arch"], "gpu_run": results["gpu_run"], "entries": {}, "fallback": FALLBACK_NAME,
              "env": results["env"], "pending": pending}
     used = set(references)
     for pr in results["problems"]:
@@ -210,10 +213,12 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
         used.add(name)
     for name in used:
         (out_dir / "kernels" / f"{name}.cu").write_text(union[name])
-    (out_dir / "bench.json").write_text(json.dumps(results, indent=1, default=str))
+    (out_dir / "bench.json").write_text(json.dumps(results, separators=(",", ":"), default=str))  # MBs: compact
     (out_dir / "table.json").write_text(json.dumps(table, indent=1))
     (out_dir / "summary.md").write_text(markdown(results, "hgemm tune: seed families vs baselines"))
     if results["gpu_run"]:
         (out_dir / "goals.md").write_text(goals_markdown(results))
+    if beside:
+        (out_dir / "beside.md").write_text(beside_markdown(table))
     return table
 

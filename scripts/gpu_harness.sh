@@ -6,6 +6,11 @@
 #                                       # with clocks and throttle reasons per contender
 #   bash scripts/gpu_harness.sh retune  # the families (header renders) tuned over the default grid, each
 #                                       # shape's winner timed beside benchmarks/tune's kernel in one run
+#   bash scripts/gpu_harness.sh sample  # the families tuned over the fitting part of the shape sample (in
+#                                       # parts, beside benchmarks/tune); merged with benchmarks/tune, both
+#                                       # libraries side by side on the held-out part
+#   bash scripts/gpu_harness.sh bench GRID  # a library's choice per shape over a grid, beside every baseline
+#                                       # (LIB=folder, default benchmarks/tune)
 # Raw results (JSON with the environment) and logs go to $OUT; a short table is printed last.
 # TESTS="tests/test_gpu_harness.py ..." runs fewer GPU test files.
 source scripts/gpu_env.sh
@@ -43,14 +48,33 @@ retune)
     --beside benchmarks/tune --max-seconds 420 > "$OUT/retune.log" 2>&1
   echo "retune: rc $?"
   tar czf "$OUT/retune.tgz" results/retune
-  python3 - results/retune/table.json <<'PY'
-import json, math, sys
-table = json.load(open(sys.argv[1]))
-pairs = [(k, e["beside"]["time_ratio"]) for k, e in table["entries"].items() if (e.get("beside") or {}).get("time_ratio")]
-print(f"{len(table['entries'])} shapes tuned, {len(table['pending'])} pending, {len(pairs)} timed beside the library")
-if pairs:
-    print(f"new/old time, geomean {math.exp(sum(math.log(r) for _, r in pairs) / len(pairs)):.4f}; "
-          f"worst {max(pairs, key=lambda kr: kr[1])}")
-PY
+  tail -3 results/retune/beside.md
+  ;;
+sample)
+  # resumable like retune (carry results/sample_tune). Then the tuned shapes merged with benchmarks/tune
+  # and both libraries timed side by side on the held-out part, in two calls of bench so that a slow part
+  # keeps the other's results
+  timeout "${TUNE_LIMIT:-420}" python3 -m hgemm.cli tune --grid configs/grids/sample_fit.yaml --out results/sample_tune \
+    --tiles 1 --beside benchmarks/tune --max-seconds "${TUNE_SECONDS:-330}" > "$OUT/sample_tune.log" 2>&1
+  echo "sample tune: rc $?"
+  tar czf "$OUT/sample_tune.tgz" results/sample_tune
+  tail -1 results/sample_tune/beside.md
+  python3 -m hgemm.cli merge benchmarks/tune results/sample_tune --out results/merged
+  for part in "skinny small_k batched" "general large_k"; do
+    n=${part%% *}
+    # shellcheck disable=SC2086
+    timeout 180 python3 -m hgemm.cli bench --library benchmarks/tune --library results/merged \
+      --grid configs/grids/sample_heldout.yaml --classes $part --out "$OUT/heldout_$n.json" > "$OUT/heldout_$n.log" 2>&1
+    echo "held-out $part: rc $?"
+  done
+  python3 -m hgemm.cli summarize "$OUT"/heldout_*.json --libraries tune,merged --out "$OUT/heldout.md" | head -8
+  ;;
+bench)
+  grid=${2:?a grid YAML}
+  name=$(basename "$grid" .yaml)
+  timeout "${LIMIT:-300}" python3 -m hgemm.cli bench --library "${LIB:-benchmarks/tune}" --grid "$grid" \
+    --out "$OUT/library_$name.json" > "$OUT/library_$name.log" 2>&1
+  echo "bench $name: rc $?"
+  tail -4 "$OUT/library_$name.md"
   ;;
 esac

@@ -266,3 +266,20 @@ def test_stage_help_names_the_module_and_has_clean_examples(stage, capsys):
     examples = [line for line in text.splitlines() if line.lstrip().startswith("python -m ")]
     assert examples and not any(re.search(r"\S {2,}\S", line.strip()) for line in examples), examples
     assert "results/library" not in text  # the pipeline's library is results/tune
+
+
+def test_merge_and_side_by_side_bench_name_the_folder_at_fault(tmp_path):
+    assert user_error(["merge", str(tmp_path / "none"), "--out", str(tmp_path / "m")]) == (
+        f"hgemm: {tmp_path / 'none'}: not a tuned library (no table.json)")
+    for folder in (tmp_path / "x" / "lib", tmp_path / "y" / "lib"):
+        folder.mkdir(parents=True)
+        (folder / "table.json").write_text(json.dumps({"fallback": "f", "entries": {}}))
+    argv = ["bench", "--grid", SMOKE_GRID, "--out", str(tmp_path / "o.json"),
+            "--library", str(tmp_path / "x" / "lib"), "--library", str(tmp_path / "y" / "lib")]
+    assert "need distinct folder names" in user_error(argv)
+
+
+def test_summarize_a_file_that_is_not_gzip(tmp_path):
+    path = tmp_path / "r.json.gz"
+    path.write_text("plain")
+    assert user_error(["summarize", str(path)]) == f"hgemm: {path}: not a gzip file"

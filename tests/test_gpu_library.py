@@ -6,6 +6,7 @@ import pytest
 
 from hgemm.entry import EvalOptions
 from hgemm.problem import Problem
+from hgemm.tune import FALLBACK_NAME
 
 pytestmark = pytest.mark.gpu
 
@@ -21,9 +22,10 @@ def test_matmul_matches_reference_on_random_shapes(tmp_path):
     table = tune([Problem(1024, 1024, 1024), Problem(16, 4096, 4096), Problem(256, 256, 256, 16)], tmp_path,
                  EvalOptions(reps=2, baselines=("cublas",)), tiles_per_family=1, progress=False)
     assert table["entries"], table
-    # the reference kernels were timed on every shape, beside the winner (rl_hgemm shows them as context)
+    # the fallback and the reference kernels were timed on every shape, beside the winner
+    assert table["fallback"] == FALLBACK_NAME
     for entry in table["entries"].values():
-        assert set(entry["references"]) == {"reference_mma_sync", "reference_mma_pipelined"}, entry
+        assert set(entry["references"]) == {"reference_mma_sync", "reference_mma_pipelined", FALLBACK_NAME}, entry
         assert all(0 < s <= entry["speedup_vs_best"] for s in entry["references"].values()), entry
     rng = random.Random(0)
     for trial in range(12):

@@ -3,6 +3,8 @@ with out=, each against a float64 product of the same fresh random inputs."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 pytestmark = pytest.mark.gpu
@@ -81,3 +83,27 @@ def test_gradient_through_the_kernels():
     g = torch.randn(256, 512, device="cuda", dtype=torch.float16, generator=gen)
     hgemm.matmul(a, b, library=LIBRARY).backward(g)
     assert close(a.grad, g, b.detach().t()) and close(b.grad, a.detach().t(), g)
+
+
+@pytest.mark.parametrize("shape", [(1024, 1024, 1024, 1, "NN"), (320, 640, 192, 2, "TN")],
+                         ids=["dispatched-before", "first-call-in-the-thread"])
+def test_from_a_thread_without_a_current_context(shape):
+    # a new thread has no driver context current until something binds one; the op binds its own
+    gen = torch.Generator("cuda").manual_seed(5)
+    a, b = operands(*shape, gen)
+    if shape[0] == 1024:
+        hgemm.matmul(a, b, library=LIBRARY)
+    result = {}
+
+    def call():
+        try:
+            result["c"] = hgemm.matmul(a, b, library=LIBRARY)
+            torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 - carried to the main thread's assertion
+            result["error"] = exc
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    worker.join()
+    assert "error" not in result, result.get("error")
+    assert close(result["c"], a, b)

@@ -157,3 +157,73 @@ def test_a_tune_beside_a_library_times_its_kernel_for_each_shape_and_never_picks
     entry = table["entries"][problem.key]
     assert entry["kernel"] == "reference_mma_sync"  # the compared kernel is never chosen
     assert entry["beside"] == {"kernel": "big", "status": "ok", "time_us": 100.0, "time_ratio": 2.0}
+    beside = (tmp_path / "lib" / "beside.md").read_text()
+    assert "| big | 100.0 | reference_mma_sync | 200.0 | 2.000 |" in beside
+    assert "new / current geomean 2.0000, worst 2.0000, 0 within 2%" in beside
+
+
+def test_the_fallback_is_a_family_kernel_for_every_shape_and_layout_timed_on_every_shape(tmp_path):
+    from hgemm.entry import EvalOptions
+    from hgemm.tune import FALLBACK_NAME, tune
+
+    table = tune([Problem(64, 64, 64)], tmp_path / "lib", EvalOptions(reps=1, baselines=("cublas",)),
+                 tiles_per_family=1, arch="sm_90a", progress=False)
+    assert table["fallback"] == FALLBACK_NAME
+    bench = json.loads((tmp_path / "lib" / "bench.json").read_text())
+    assert bench["candidates"][FALLBACK_NAME]["status"] == "compiled"
+    assert FALLBACK_NAME in bench["problems"][0]["candidates"]
+    fallback = Library(tmp_path / "lib").candidate(FALLBACK_NAME)
+    assert "#include <hgemm/mma_sync_gemm.cuh>" in fallback.source and set(fallback.spec.layouts) == {"NN", "TN"}
+    for shape in [(1, 1, 1, 1), (7, 4099, 33, 5), (16384, 3, 16384, 1)]:  # any shape, no workspace
+        dims = fallback.spec.launch_dims(Problem(*shape).variables() | {"num_sms": 132})
+        assert dims[3] == 0
+
+
+def _tuned(folder, entries: dict[str, tuple[str, float]], kernels: dict[str, str], fallback: str = "generic"):
+    """A tune folder whose entries carry the measured speedups a merge compares."""
+    write_library(folder, kernels | {fallback: NAIVE}, {k: name for k, (name, _) in entries.items()}, fallback)
+    table = json.loads((folder / "table.json").read_text())
+    for key, (_, speedup) in entries.items():
+        table["entries"][key]["speedup_vs_best"] = speedup
+    (folder / "table.json").write_text(json.dumps(table))
+    return folder
+
+
+def test_a_merge_keeps_every_shape_and_the_faster_entry_where_both_tuned_one(tmp_path):
+    from hgemm.library import merge_libraries
+
+    both, only_a, only_b = Problem(4096, 4096, 4096).key, Problem(64, 64, 64).key, Problem(33, 4099, 17, 1, "TN").key
+    a = _tuned(tmp_path / "a", {both: ("big", 0.9), only_a: ("big", 0.5)}, {"big": MMA})
+    b = _tuned(tmp_path / "b", {both: ("mma2", 1.1), only_b: ("mma2", 0.7)}, {"mma2": MMA.replace("mma", "mma2", 0)},
+               fallback="other")
+    table = merge_libraries([a, b], tmp_path / "m")
+    assert {k: (e["kernel"], e["source"]) for k, e in table["entries"].items()} == {
+        both: ("mma2", str(b)), only_a: ("big", str(a)), only_b: ("mma2", str(b))}
+    assert table["fallback"] == "generic"  # the first folder's
+    lib = Library(tmp_path / "m")
+    assert lib.lookup(Problem(4096, 4096, 4096)).name == "mma2" and lib.candidate(lib.fallback).source == NAIVE
+    assert sorted(p.name for p in (tmp_path / "m" / "kernels").iterdir()) == ["big.cu", "generic.cu", "mma2.cu"]
+
+
+def test_a_merge_refuses_two_different_kernels_under_one_name(tmp_path):
+    from hgemm.library import merge_libraries
+
+    a = _tuned(tmp_path / "a", {Problem(64, 64, 64).key: ("k", 1.0)}, {"k": MMA})
+    b = _tuned(tmp_path / "b", {Problem(128, 64, 64).key: ("k", 1.0)}, {"k": MMA + "\n// another\n"})
+    with pytest.raises(ValueError, match="different kernels named k"):
+        merge_libraries([a, b], tmp_path / "m")
+
+
+def test_libraries_benched_together_are_named_by_folder_and_run_their_own_choice(tmp_path):
+    from hgemm.cli import library_candidates
+
+    big, small = Problem(4096, 4096, 4096), Problem(64, 64, 64)
+    a = _tuned(tmp_path / "a", {big.key: ("big", 1.0)}, {"big": MMA})
+    b = _tuned(tmp_path / "b", {big.key: ("nn_only", 1.0), small.key: ("big", 1.0)},
+               {"big": MMA, "nn_only": MMA.replace("layouts: NN, TN", "layouts: NN")})
+    named, select = library_candidates([str(a), str(b)], [big, small])
+    assert [n for n, _ in named] == ["a:big", "b:big", "b:nn_only"]
+    assert select(big, "a:big") and select(big, "b:nn_only") and not select(big, "b:big")
+    assert select(small, "a:big") and select(small, "b:big") and not select(small, "b:nn_only")
+    named, _ = library_candidates([str(a)], [big])
+    assert [n for n, _ in named] == ["library:big"]  # one library: the usual name

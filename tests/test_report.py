@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from configured import section
+from hgemm.problem import Problem
 from hgemm.report.tables import curve_keys, first_last_table, shape_row
 from stages import report as report_stage
 
@@ -207,10 +208,11 @@ def test_goals_summary_from_the_h200_tune():
     assert "Whole grid (59 shapes)" in md
     assert "torch.compile max-autotune was not timed in this run" in md  # this tune left it out
     # each miss against the run's own ceilings: 4096^3 (0.98x cuBLAS: a miss of the 1.0 bar, not of the
-    # 0.95 one) is compute-bound (cuBLAS's 778 TFLOP/s at 8192^3 in this run -> 176.6 us)
+    # 0.95 one) is compute-bound, its roofline the flops at what cuBLAS reached at 8192^3 in this run
     assert not any(line.startswith("| b1_m4096_n4096_k4096_NN | aligned >= 2048") for line in md.splitlines())
     row = next(line for line in md.splitlines() if line.startswith("| b1_m4096_n4096_k4096_NN | aligned 4096^3"))
-    assert "| compute | 176.6 |" in row
+    ceiling = next(iter(results["ceilings"].values()))["cublas_fp16_tflops_8192"]
+    assert f"| compute | {2 * 4096**3 / (ceiling * 1e6):.1f} |" in row
     results["options"]["torch_compile"] = True
     assert "not timed" not in goals_markdown(results) and "pad8_cublas, torch_compile." in goals_markdown(results)
 
@@ -263,3 +265,27 @@ def test_kernel_database_section(tmp_path):
     assert "kernel.cu(3): error: x \\| y |" in section  # one line, the pipe escaped
     assert not list(folder.glob("kernels.sqlite-*"))  # read without leaving lock files beside it
 
+
+
+def test_libraries_side_by_side_per_subset_and_from_several_gzipped_parts(tmp_path, capsys):
+    import gzip
+
+    from hgemm.cli import main
+    from hgemm.summary import libraries_markdown
+
+    def part(shapes):
+        return {"problems": [{"problem": Problem(*s).to_dict(), "candidates": {
+            "old:k1": {"status": "ok", "speedup_vs_best": old}, "new:k2": {"status": "ok", "speedup_vs_best": new}}}
+            for s, old, new in shapes]}
+
+    first = part([((64, 64, 64), 0.5, 1.0), ((300, 1001, 77, 1, "TN"), 0.25, 0.5)])
+    second = part([((4096, 4096, 4096), 1.0, 0.9)])
+    md = libraries_markdown({"problems": first["problems"] + second["problems"]}, ["old", "new"])
+    assert "| all | 3 | new | 0.766 | 0.500 | 1 | 1 | 2 |" in md
+    assert "| all | 3 | old | 0.500 | 0.250 | 1 | 2 | 1 |" in md
+    assert "| TN, odd N or K | 1 | new | 0.500 | 0.500 | 0 | 1 | 1 |" in md
+    with gzip.open(tmp_path / "a.json.gz", "wt") as f:
+        f.write(json.dumps(first))
+    (tmp_path / "b.json").write_text(json.dumps(second))
+    assert main(["summarize", str(tmp_path / "a.json.gz"), str(tmp_path / "b.json"), "--libraries", "old,new"]) == 0
+    assert capsys.readouterr().out.strip() == md.strip()

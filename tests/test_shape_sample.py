@@ -56,16 +56,37 @@ def test_too_small_a_request_is_an_error():
         shape_sample.sample_shapes(0, seed=1)
 
 
-@pytest.mark.parametrize("name", ["sample", "heldout"])
+@pytest.mark.parametrize("name", ["sample", "heldout", "sample_fit", "sample_heldout"])
 def test_committed_sample_is_what_its_command_makes(name, tmp_path, monkeypatch):
     path = ROOT / "configs" / "grids" / f"{name}.yaml"
     command = path.read_text().splitlines()[1].lstrip("# ").strip()
     argv = shlex.split(command)[3:]
-    out = argv.index("--out")
-    argv[out + 1] = str(tmp_path / "again.yaml")
+    made = {}
+    for flag in ("--out", "--heldout-out"):
+        if flag in argv:
+            i = argv.index(flag)
+            made[Path(argv[i + 1]).name] = argv[i + 1] = str(tmp_path / f"again{flag}.yaml")
     monkeypatch.chdir(ROOT)
     assert shape_sample.main(argv) == 0
-    assert (tmp_path / "again.yaml").read_text().splitlines()[2:] == path.read_text().splitlines()[2:]
+    again = Path(made[path.name]).read_text()
+    assert again.splitlines()[2:] == path.read_text().splitlines()[2:]
+
+
+def test_a_split_holds_out_every_nth_shape_of_each_kind_and_loses_none():
+    problems = shape_sample.sample_shapes(100, seed=4)
+    fit, held = shape_sample.split(problems, 5)
+    assert sorted(p.key for p in fit + held) == sorted(p.key for p in problems) and not set(fit) & set(held)
+    kinds = Counter(p.shape_class for p in problems)
+    assert Counter(p.shape_class for p in held) == {k: (n + 2) // 5 for k, n in kinds.items()}
+    with pytest.raises(ValueError, match="at least 2"):
+        shape_sample.split(problems, 1)
+
+
+def test_the_split_sample_is_the_sample():
+    grids = ROOT / "configs" / "grids"
+    whole = {p.key for p in load_grid(grids / "sample.yaml")}
+    fit, held = ({p.key for p in load_grid(grids / f"{n}.yaml")} for n in ("sample_fit", "sample_heldout"))
+    assert fit | held == whole and not fit & held and len(whole) >= 300 and len(held) >= 60
 
 
 def test_heldout_grid_is_disjoint_from_every_tuning_and_training_grid():

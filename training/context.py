@@ -2,9 +2,9 @@
 the nearest shapes, each shown with its measured speedup over the strongest baseline.
 
 The kernels come from the kernel database (an RL run's verified kernels) and the seed library (its
-tuned winners and the reference kernels the tune timed: hgemm.library.measured_kernels). Only
-kernels that fit the prompt are chosen among, so in practice the library contributes its reference
-kernels. Held-out shapes are never shown. rl_hgemm builds each training prompt when it is drawn
+tuned winners and the kernels the tune timed on every shape: hgemm.library.measured_kernels). Only
+kernels that fit the prompt are chosen among; the tuned winners are device-header renders of 250-332
+tokens, so they fit beside a 2k-token reference kernel. Held-out shapes are never shown. rl_hgemm builds each training prompt when it is drawn
 (`DrawnPrompts`, a datasets transform), so the context improves as training finds faster kernels; the
 sample stage prompts the final model the same way.
 """
@@ -63,8 +63,8 @@ class ContrastivePrompts:
     def examples(self, problem: Problem, budget: int | None = None) -> list[tuple[str, float]]:
         """(text, speedup) pairs, weakest first, best last (closest to where the answer starts). With a
         token budget, only kernels that fit it on their own are candidates, so the contrast is chosen
-        among what can be shown: a tuned seed kernel runs to ~6k tokens and would never fit a 1k prompt,
-        leaving no context at all."""
+        among what can be shown: a kernel longer than the budget is skipped rather than leaving no
+        context at all (the reference mma_pipelined.cu alone is 2155 tokens)."""
         pool: dict[str, tuple[str, float]] = {}  # text -> (text, speedup); the best measurement per text
 
         def add(text: str, speedup: float) -> None:

@@ -29,7 +29,8 @@ class Choice:
     how: str  # "exact", "nearest <key>" or "fallback"
 
 
-def _distance(a: Problem, b: Problem) -> float:
+def log_distance(a: Problem, b: Problem) -> float:
+    """Distance between two shapes in log2 M, N, K and batch: the lookup's notion of nearest."""
     return math.sqrt(sum((math.log2(x) - math.log2(y)) ** 2
                          for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K), (a.batch, b.batch))))
 
@@ -60,7 +61,7 @@ class Library:
         entry = self.entries.get(problem.key)
         if entry and self._fits(self.candidate(entry["kernel"]), problem):
             return Choice(entry["kernel"], self.candidate(entry["kernel"]), "exact")
-        tuned = sorted((_distance(problem, Problem.from_key(k)), k) for k in self.entries
+        tuned = sorted((log_distance(problem, Problem.from_key(k)), k) for k in self.entries
                        if k.endswith("_" + problem.layout))
         for _, key in tuned:
             name = self.entries[key]["kernel"]

@@ -18,6 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from hgemm.files import atomic_write_text, config_hash, write_json
+from hgemm.problem import load_grid
 from kernels_corpus import decontam, dedup, filters, harvest
 
 COLUMNS = ("text", "source", "package", "version", "path", "licence", "bytes", "tokens", "sha256")
@@ -42,7 +43,9 @@ class CorpusConfig:
     # once more with itself shown (rl_general's tasks.show_reference). 0: none.
     context_framings: int
     family_variants: int  # rendered seed-family variants
-    tuned_table: str | None  # a tune's table.json whose winners are framed with their measured speeds
+    tuned: list  # tune folders whose winners are framed with their measured speeds
+    tuned_contrasts: int  # other kernels timed on the shape shown in a tuned winner's prompt
+    tuned_exclude_grids: list  # grid files whose shapes never appear as tuned documents (held-out sets)
     include_tasks: bool  # the general task suite's reference solutions
     frame_examples: bool  # seed variants and task solutions as prompt -> candidate -> <|end|>
     licence_allowlist: list  # SPDX ids, case-insensitive
@@ -72,7 +75,8 @@ def collect(cfg: CorpusConfig, skips: Counter, missing: list[str]):
     if cfg.include_tasks:
         yield from harvest.harvest_tasks(missing, framed, with_reference=framed and cfg.context_framings > 0)
     yield from harvest.harvest_family_variants(cfg.family_variants, cfg.seed, missing, cfg.frame_examples)
-    yield from harvest.harvest_tuned(cfg.tuned_table, missing)
+    exclude = {p.key for path in cfg.tuned_exclude_grids for p in load_grid(harvest.resolve_project_path(path))}
+    yield from harvest.harvest_tuned(cfg.tuned, exclude, cfg.tuned_contrasts, missing)
     yield from harvest.harvest_packages(cfg, skips, missing)
 
 

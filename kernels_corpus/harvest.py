@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from hgemm.candidate import SpecError, parse_spec
+from hgemm.files import read_user_text
 from hgemm.problem import Problem, load_grid
 from kernels_corpus.framing import CANDIDATE_TOKEN, END_TOKEN, PROBLEM_TOKEN, format_training_example, reference_block
 
@@ -293,37 +294,63 @@ def tuned_comment(entry: dict, gpu: str) -> str:
             f"baseline ({entry['best_baseline']})")
 
 
-def harvest_tuned(table_path: str | None, missing: list[str]) -> Iterator[Document]:
-    """The tuned library's winners, each the answer to a prompt for the shape it won: the kernel in the
+def tuned_measurements(folder: Path) -> dict[str, dict[str, float]]:
+    """problem key -> {candidate name: speedup over the strongest baseline} for every verified candidate
+    a tune timed (its bench.json or bench.json.gz); {} when the folder keeps no results file."""
+    for name in ("bench.json", "bench.json.gz"):
+        if (folder / name).is_file():
+            results = json.loads(read_user_text(folder / name))
+            break
+    else:
+        return {}
+    out = {}
+    for pr in results.get("problems", []):
+        timed = {n: float(r["speedup_vs_best"]) for n, r in pr.get("candidates", {}).items()
+                 if r.get("status") == "ok" and isinstance(r.get("speedup_vs_best"), (int, float))}
+        out[Problem.from_dict(pr["problem"]).key] = timed
+    return out
+
+
+def harvest_tuned(folders: list[str], exclude_keys: set[str], contrasts: int,
+                  missing: list[str]) -> Iterator[Document]:
+    """The tuned libraries' winners, each the answer to a prompt for the shape it won: the kernel in the
     families' short form (includes, launch spec, one instantiating entry) under a comment with its
-    measured time and speedup against the strongest baseline, and the prompt showing the fastest
-    reference kernel timed on that shape with its speedup, as rl_hgemm's contrastive prompts do. These
-    are the performance hints a model learns from which configuration suits which shape."""
-    if not table_path:
-        return
+    measured time and speedup against the strongest baseline. The prompt shows, as rl_hgemm's
+    contrastive prompts do, up to `contrasts` other family kernels the tune timed on that shape (the
+    slowest and ones spread up to the winner), each with its measured speedup; where the tune kept no
+    results file or timed no other family kernel there, the fastest reference kernel instead. These are
+    the performance hints from which a model learns which configuration suits which shape. Shapes in
+    `exclude_keys` (held-out grids) are left out."""
     all_params = _lazy("kernels_corpus.families", "all_params", missing)
-    if all_params is None:
+    if all_params is None or not folders:
         return
-    table_file = Path(resolve_project_path(table_path))
-    table = json.loads(table_file.read_text())
     renders = {fam.name(p): (fam, p) for fam, p in all_params()}
-    stored = {path.stem: path.read_text() for path in sorted((table_file.parent / "kernels").glob("*.cu"))}
-    gpus = (table.get("env") or {}).get("gpus") or [{}]
-    gpu = gpus[0].get("name", "the tuning GPU")
     version = project_version()
-    for key, entry in sorted(table.get("entries", {}).items()):
-        if entry.get("kernel") not in renders or not isinstance(entry.get("speedup_vs_best"), (int, float)):
-            continue  # a kernel no family renders (a reference, a model's) or one never timed
-        fam, params = renders[entry["kernel"]]
-        problem = Problem.from_key(key, entry.get("shape_class", "adhoc"))
-        references = {name: s for name, s in (entry.get("references") or {}).items() if name in stored}
-        context = []
-        if references:
-            name = max(references, key=references.get)
-            context = [(stored[name], float(references[name]))]
-        answer = tuned_comment(entry, gpu) + "\n" + fam.render(params)
-        yield Document(format_training_example(problem, answer, context=context), "tuned", PROJECT_PACKAGE,
-                       version, f"tuned/{key}:{entry['kernel']}", PROJECT_LICENCE)
+    for folder_name in folders:
+        folder = Path(resolve_project_path(folder_name))
+        table = json.loads((folder / "table.json").read_text())
+        measured = tuned_measurements(folder)
+        stored = {path.stem: path.read_text() for path in sorted((folder / "kernels").glob("*.cu"))}
+        gpu = ((table.get("env") or {}).get("gpus") or [{}])[0].get("name", "the tuning GPU")
+        for key, entry in sorted(table.get("entries", {}).items()):
+            if key in exclude_keys or entry.get("kernel") not in renders \
+                    or not isinstance(entry.get("speedup_vs_best"), (int, float)):
+                continue  # held out, a kernel no family renders (a reference, a model's), or never timed
+            fam, params = renders[entry["kernel"]]
+            problem = Problem.from_key(key, entry.get("shape_class", "adhoc"))
+            others = sorted((s, n) for n, s in measured.get(key, {}).items()
+                            if n in renders and n != entry["kernel"] and s < entry["speedup_vs_best"])
+            picks = [others[round(i * (len(others) - 1) / max(1, contrasts - 1))]
+                     for i in range(min(contrasts, len(others)))]
+            context = [(renders[n][0].render(renders[n][1]), s) for s, n in dict.fromkeys(picks)]
+            if not context:
+                references = {n: s for n, s in (entry.get("references") or {}).items() if n in stored}
+                if references:
+                    name = max(references, key=references.get)
+                    context = [(stored[name], float(references[name]))]
+            answer = tuned_comment(entry, gpu) + "\n" + fam.render(params)
+            yield Document(format_training_example(problem, answer, context=context), "tuned", PROJECT_PACKAGE,
+                           version, f"tuned/{folder.name}/{key}:{entry['kernel']}", PROJECT_LICENCE)
 
 
 def harvest_tasks(missing: list[str], framed: bool = True, with_reference: bool = False) -> Iterator[Document]:

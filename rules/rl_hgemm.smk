@@ -6,6 +6,7 @@ rule rl_hgemm:
         model=out("rl_general", "metrics.json"),
         library=out("tune", "metrics.json"),
         grid=config_file("rl_hgemm", "shapes", "grid"),
+        heldout_grid=config_file("rl_hgemm", "shapes", "heldout_grid"),
     output:
         # The stage builds its outputs in a staging folder and swaps the whole folder in at the end. update():
         # Snakemake leaves the previous ones in place while the job runs and restores them if it fails. Not

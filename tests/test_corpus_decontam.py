@@ -47,7 +47,7 @@ def test_build_drops_planted_kernel_and_reports_it(tmp_path):
     (tmp_path / "held").mkdir()
     (tmp_path / "held" / "k.cu").write_text(HELDOUT)
     cfg = settings(CorpusConfig, "corpus", packages=[], reference_globs=[str(tmp_path / "src" / "*.cu")],
-                   family_variants=0, tuned_table=None, reference_framings=0, context_framings=0, include_tasks=False,
+                   family_variants=0, tuned=[], tuned_contrasts=2, tuned_exclude_grids=[], reference_framings=0, context_framings=0, include_tasks=False,
                    heldout_globs=[str(tmp_path / "held" / "*.cu")])
     metrics = build_corpus(cfg, tmp_path / "out", progress=False)
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from configured import settings
+from hgemm.problem import Problem
 from kernels_corpus import filters, harvest
 from kernels_corpus.build import CorpusConfig, build_corpus
 
@@ -131,7 +132,7 @@ def test_filters_drop_reasons():
 def _config(site: Path, heldout: Path | None = None, **kw) -> CorpusConfig:
     return settings(CorpusConfig, "corpus", packages=["fakecuda", "closedcuda", "absent-pkg"],
                     search_paths=[str(site)], extensions=[".cu", ".cuh", ".h"], reference_globs=[], family_variants=0,
-                    tuned_table=None, include_tasks=False, min_bytes=64, heldout_globs=[str(heldout)] if heldout else [],
+                    tuned=[], tuned_contrasts=2, tuned_exclude_grids=[], include_tasks=False, min_bytes=64, heldout_globs=[str(heldout)] if heldout else [],
                     validation_fraction=0.5, **kw)
 
 
@@ -275,27 +276,62 @@ def test_default_dedup_keeps_both_framings_of_a_task():
     assert len(deduplicate(docs, strict, progress=False).kept) < len(docs)  # what the exemption prevents
 
 
-def test_tuned_winners_are_framed_with_their_measured_speed(tmp_path):
+def _tune_folder(tmp_path, measured: dict[str, dict[str, float]] | None):
+    """A tune folder as hgemm tune writes it: table.json, kernels/, and (unless None) a bench file whose
+    candidates carry the given speedups."""
+    import gzip
+
     from kernels_corpus.families import mma_sync
 
     root = Path(__file__).resolve().parents[1]
     params = mma_sync.variants()[0]
-    name = mma_sync.name(params)
-    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels").mkdir(parents=True)
     reference = (root / "kernels_corpus/reference/mma_sync.cu").read_text()
     (tmp_path / "kernels" / "reference_mma_sync.cu").write_text(reference)
-    entry = {"kernel": name, "time_us": 12.5, "speedup_vs_best": 0.87, "best_baseline": "cublas",
+    entry = {"kernel": mma_sync.name(params), "time_us": 12.5, "speedup_vs_best": 0.87, "best_baseline": "cublas",
              "shape_class": "aligned", "references": {"reference_mma_sync": 0.05}}
     table = {"env": {"gpus": [{"name": "NVIDIA H200"}]}, "fallback": "reference_mma_sync", "entries": {
         "b1_m1024_n1024_k1024_NN": entry,
         "b1_m64_n64_k64_NN": dict(entry, kernel="reference_mma_sync"),  # not a family render: left out
+        "b1_m333_n64_k64_TN": entry,
     }}
     (tmp_path / "table.json").write_text(json.dumps(table))
-    docs = list(harvest.harvest_tuned(str(tmp_path / "table.json"), []))
-    assert [d.source for d in docs] == ["tuned"] and docs[0].path == f"tuned/b1_m1024_n1024_k1024_NN:{name}"
+    if measured is not None:
+        problems = [{"problem": Problem.from_key(key).to_dict(), "candidates": {
+            name: {"status": "ok", "speedup_vs_best": s} for name, s in timed.items()}} for key, timed in measured.items()]
+        with gzip.open(tmp_path / "bench.json.gz", "wt") as f:
+            f.write(json.dumps({"problems": problems}))
+    return tmp_path, mma_sync, params, reference
+
+
+def test_tuned_winners_are_framed_with_their_measured_speed(tmp_path):
+    folder, mma_sync, params, reference = _tune_folder(tmp_path, None)
+    name = mma_sync.name(params)
+    docs = list(harvest.harvest_tuned([str(folder)], {"b1_m333_n64_k64_TN"}, 2, []))
+    assert [d.source for d in docs] == ["tuned"]  # the excluded shape and the reference entry left out
+    assert docs[0].path == f"tuned/{folder.name}/b1_m1024_n1024_k1024_NN:{name}"
     text = docs[0].text
     prompt, answer = text.split("<|candidate|>\n")
     assert "shape: M=1024 N=1024 K=1024 batch=1" in prompt
+    # without the tune's results file, the reference kernel timed there is the context
     assert "reference kernel 1, 0.05x the fastest baseline" in prompt and reference.strip() in prompt
     assert answer.startswith("// measured on NVIDIA H200: 12.5 us, 0.87x the strongest baseline (cublas)\n")
     assert mma_sync.render(params).strip() in answer and answer.endswith("<|end|>")
+
+
+def test_tuned_prompts_show_other_family_kernels_timed_on_the_shape_slowest_first(tmp_path):
+    from kernels_corpus.families import mma_sync
+
+    variants = mma_sync.variants()
+    names = [mma_sync.name(p) for p in variants[1:5]]
+    timed = {names[0]: 0.2, names[1]: 0.4, names[2]: 0.6, names[3]: 0.95,  # faster than the winner: not shown
+             "reference_mma_sync": 0.05, "beside:x": 0.9}
+    folder, _, params, reference = _tune_folder(tmp_path, {"b1_m1024_n1024_k1024_NN": timed})
+    docs = {d.path.split("/")[-1].split(":")[0]: d.text for d in harvest.harvest_tuned([str(folder)], set(), 2, [])}
+    prompt = docs["b1_m1024_n1024_k1024_NN"].split("<|candidate|>\n")[0]
+    slow, fast = mma_sync.render(variants[1]).strip(), mma_sync.render(variants[3]).strip()
+    assert slow in prompt and fast in prompt and prompt.index(slow) < prompt.index(fast)
+    assert "0.20x the fastest baseline" in prompt and "0.60x the fastest baseline" in prompt
+    assert mma_sync.render(variants[2]).strip() not in prompt and reference.strip() not in prompt
+    # a shape the results file does not hold keeps the reference context
+    assert reference.strip() in docs["b1_m333_n64_k64_TN"]

@@ -81,6 +81,26 @@ def test_heldout_is_deterministic_and_never_trained():
         split_grid(dataclasses.replace(s, heldout_keys=["b1_m3_n3_k3_NN"]), ROOT)
 
 
+def test_a_heldout_grid_is_held_out_whole_and_recorded(tmp_path):
+    from training.heldout import heldout_problems, heldout_record
+
+    s = settings(ShapeSettings, "rl_hgemm", "shapes", grid="configs/grids/sample_fit.yaml", heldout_keys=[],
+                 heldout_fraction=0.0, heldout_grid="configs/grids/heldout.yaml", classes=None, max_gflop=None)
+    train, heldout = split_grid(s, ROOT)
+    grid_keys = {p.key for p in load_grid(ROOT / "configs/grids/heldout.yaml")}
+    assert {p.key for p in heldout} == grid_keys and len(train) == len(load_grid(ROOT / "configs/grids/sample_fit.yaml"))
+    # a grid shape that is also in the held-out grid is held out, not trained
+    overlap = train[0]
+    one = {"groups": [{"class": overlap.shape_class, "layouts": [overlap.layout],
+                       "shapes": [[overlap.M, overlap.N, overlap.K, overlap.batch]]}]}
+    with pytest.raises(ValueError, match="leaves no training shape"):
+        split_grid(dataclasses.replace(s, grid=one, heldout_grid="configs/grids/sample_fit.yaml"), ROOT)
+    record = heldout_record(s, train, heldout)
+    assert record["rule"]["grid"] == "configs/grids/heldout.yaml"
+    (tmp_path / "heldout.json").write_text(json.dumps(record))  # what the sample stage reads back
+    assert {p.key for p in heldout_problems(tmp_path / "heldout.json")} == grid_keys
+
+
 def test_buckets_split_by_class_layout_and_size():
     a, b = Problem(1024, 1024, 1024, 1, "NN", "aligned"), Problem(1100, 1024, 1000, 1, "NN", "aligned")
     assert bucket_of(a) == bucket_of(b) == "aligned/NN/s10"

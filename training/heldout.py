@@ -1,7 +1,8 @@
 """rl_hgemm's shapes: the held-out split of the grid, the training buckets, and heldout.json.
 
 The grid (a grid YAML path or an inline grid) is split into held-out shapes (listed in the config,
-plus a deterministic hash-based fraction) and training shapes. Held-out shapes are never prompted,
+plus a deterministic hash-based fraction) and training shapes; a held-out grid's shapes (`heldout_grid`,
+e.g. configs/grids/heldout.yaml, disjoint from the training and tune grids) are held out as well. Held-out shapes are never prompted,
 judged or shown as context in training; rl_hgemm writes them to heldout.json (`heldout_record`) and
 the sample stage evaluates them (`heldout_problems` reads the file back). Training shapes are grouped
 into buckets by shape class, layout and size (log2 of the cube root of M*N*K*batch); a completion is
@@ -28,6 +29,7 @@ class ShapeSettings:
     heldout_keys: list[str]  # problem keys always held out
     heldout_fraction: float  # plus this share of the grid, chosen by a hash of the key
     heldout_salt: str  # change it to draw a different held-out set
+    heldout_grid: str | None  # a grid file whose shapes are all held out, besides those of the grid; null: none
     classes: list[str] | None  # train only these shape classes (null: all)
     max_gflop: float | None  # skip training shapes above this many GFLOP (keeps steps short); null: none
     shapes_per_reward: int  # the prompt's shape plus bucket mates it is also judged on
@@ -56,7 +58,11 @@ def split_grid(s: ShapeSettings, root: Path = Path(".")) -> tuple[list[Problem],
     if unknown:
         raise ValueError(f"rl_hgemm.shapes.heldout_keys: not in the grid: {sorted(unknown)}")
     heldout = [p for p in problems if is_heldout(p, s)]
-    train = [p for p in problems if not is_heldout(p, s)
+    if s.heldout_grid:
+        keys = {p.key for p in heldout}
+        heldout += [p for p in load_grid(root / s.heldout_grid) if p.key not in keys]
+    held_keys = {p.key for p in heldout}
+    train = [p for p in problems if p.key not in held_keys
              and (s.classes is None or p.shape_class in s.classes)
              and (s.max_gflop is None or p.flops / 1e9 <= s.max_gflop)]
     if not train:
@@ -81,7 +87,8 @@ def reward_shapes(problem: Problem, bucket: list[Problem], n: int) -> list[Probl
 def heldout_record(s: ShapeSettings, train: list[Problem], heldout: list[Problem]) -> dict:
     """What heldout.json holds: the rule, the held-out shapes and the training shapes with their buckets."""
     return {
-        "rule": {"keys": s.heldout_keys, "fraction": s.heldout_fraction, "salt": s.heldout_salt},
+        "rule": {"keys": s.heldout_keys, "fraction": s.heldout_fraction, "salt": s.heldout_salt,
+                 "grid": s.heldout_grid},
         "heldout": [p.to_dict() | {"key": p.key} for p in heldout],
         "train": [p.to_dict() | {"key": p.key, "bucket": bucket_of(p)} for p in train],
     }

@@ -1,0 +1,189 @@
+"""Dispatch rules judged offline, leaving each tuned shape out in turn, on what the tunes measured.
+
+A tune times a shortlist of kernels on every shape (bench.json). Leave shape s out: a rule picks a
+kernel for s from the other shapes' data, and since the tune timed many kernels on s, the pick's time
+on s is often known; its ratio to the winner's time (s's fastest verified kernel) says how much the
+rule loses. A pick the tune did not time on s counts as unmeasured (the share is reported), so rules
+are compared on the shapes where all of them are measured. It costs no GPU time, and it is how a rule
+earns a GPU check on shapes no tune saw (`hgemm bench --library A --library B`).
+
+Rules (each picks among the kernels that won some other shape and fit s: layout, TMA row pitch):
+- nearest: the kernel of the nearest tuned shape of the same layout in (log M, log N, log K, log
+  batch), what hgemm.library.Library.lookup does;
+- nearest_aligned: the same distance plus a penalty where the two shapes differ in whether an
+  operand's rows are 16-byte aligned (TMA's condition) or are a 128-byte multiple;
+- measured: every candidate kernel scored by its measured slowdown against the winner on the k
+  nearest shapes where the tune timed it (weighted by 1 / (1 + distance)); the lowest estimate wins,
+  ties to the nearer winner.
+
+    python -m hgemm.dispatch_eval benchmarks/tune benchmarks/sample_tune --out benchmarks/dispatch/loo.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .files import read_user_text, write_json
+from .candidate import Candidate, parse_candidate
+from .library import log_distance, tma_compatible
+from .params import operand_shape
+from .problem import Problem
+from .summary import BESIDE, geomean
+
+RULES = ("nearest", "nearest_aligned", "measured")
+NEIGHBOURS = 8  # shapes the measured rule averages over
+ALIGN_PENALTY = 1.0  # in log2 units of distance: as far as a factor 2 in one dimension
+UNTIMED_SLOWDOWN = 1.3  # what the measured rule assumes of a kernel a neighbour's tune did not time
+
+
+@dataclass(frozen=True)
+class Shape:
+    problem: Problem
+    winner: str
+    times: dict[str, float]  # kernel name -> measured µs on this shape (verified only)
+
+
+def load_shapes(folders: list[str | Path]) -> tuple[list[Shape], dict[str, Path]]:
+    """Every tuned shape of the folders with the kernels timed on it, and where each winner's text is.
+    A kernel timed as `beside:<name>` is that kernel's measurement; a shape in two folders keeps the
+    first folder's measurements."""
+    shapes: dict[str, Shape] = {}
+    texts: dict[str, Path] = {}
+    for folder in map(Path, folders):
+        table = json.loads((folder / "table.json").read_text())
+        bench = next((folder / n for n in ("bench.json", "bench.json.gz") if (folder / n).is_file()), None)
+        if bench is None:
+            raise FileNotFoundError(f"{folder}: no bench.json or bench.json.gz: the rules need what the tune timed")
+        for pr in json.loads(read_user_text(bench))["problems"]:
+            problem = Problem.from_dict(pr["problem"])
+            entry = table["entries"].get(problem.key)
+            if entry is None or problem.key in shapes:
+                continue
+            times = {n.removeprefix(BESIDE): r["time_us"] for n, r in pr["candidates"].items()
+                     if r.get("status") == "ok" and r.get("time_us")}
+            shapes[problem.key] = Shape(problem, entry["kernel"], times)
+            texts.setdefault(entry["kernel"], folder / "kernels" / f"{entry['kernel']}.cu")
+    return list(shapes.values()), texts
+
+
+def _alignment(p: Problem) -> tuple[bool, bool]:
+    pitches = [operand_shape(op, p)[2] for op in "AB"]
+    return all(x % 8 == 0 for x in pitches), all(x % 64 == 0 for x in pitches)
+
+
+def _aligned_distance(a: Problem, b: Problem) -> float:
+    return log_distance(a, b) + ALIGN_PENALTY * sum(x != y for x, y in zip(_alignment(a), _alignment(b)))
+
+
+class Rules:
+    """The rules over one set of tuned shapes; `pick(rule, shape)` leaves that shape out."""
+
+    def __init__(self, shapes: list[Shape], texts: dict[str, Path]):
+        self.shapes = shapes
+        self.texts = texts
+        self._candidates: dict[str, Candidate] = {}
+        self._fits: dict[tuple[str, str], bool] = {}
+
+    def fits(self, name: str, p: Problem) -> bool:
+        key = (name, p.key)
+        if key not in self._fits:
+            if name not in self._candidates:
+                self._candidates[name] = parse_candidate(self.texts[name].read_text())
+            cand = self._candidates[name]
+            self._fits[key] = cand.supports(p.layout) and tma_compatible(cand, p)
+        return self._fits[key]
+
+    def _others(self, shape: Shape, distance) -> list[tuple[float, Shape]]:
+        p = shape.problem
+        return sorted(((distance(p, o.problem), o) for o in self.shapes
+                       if o.problem.key != p.key and o.problem.layout == p.layout),
+                      key=lambda dk: (dk[0], dk[1].problem.key))
+
+    def pick(self, rule: str, shape: Shape) -> str | None:
+        if rule not in RULES:
+            raise ValueError(f"unknown rule {rule!r}; rules: {', '.join(RULES)}")
+        p = shape.problem
+        if rule in ("nearest", "nearest_aligned"):
+            distance = log_distance if rule == "nearest" else _aligned_distance
+            for _, other in self._others(shape, distance):
+                if self.fits(other.winner, p):
+                    return other.winner
+            return None
+        if rule == "measured":
+            near = self._others(shape, _aligned_distance)[:NEIGHBOURS]
+            candidates = dict.fromkeys(n for _, o in near for n in o.times if n in self.texts and self.fits(n, p))
+            best, best_score = None, math.inf
+            for name in candidates:
+                # a neighbour whose tune did not time the kernel (its estimate ranked it out) counts as
+                # UNTIMED_SLOWDOWN, so a kernel timed once, and fast there, does not win on luck
+                logs = [math.log(o.times[name] / o.times[o.winner]) if name in o.times else math.log(UNTIMED_SLOWDOWN)
+                        for _, o in near]
+                weights = [1 / (1 + d) for d, _ in near]
+                score = sum(w * x for w, x in zip(weights, logs)) / sum(weights)
+                if score < best_score - 1e-9:
+                    best, best_score = name, score
+            return best
+        raise AssertionError(rule)
+
+
+def evaluate(shapes: list[Shape], texts: dict[str, Path], rules: tuple[str, ...] = RULES) -> dict:
+    """Per shape each rule's pick and its time over the winner's; per rule the summary over the shapes
+    where every rule's pick was measured."""
+    judge = Rules(shapes, texts)
+    rows = []
+    for shape in shapes:
+        row = {"shape": shape.problem.key, "winner": shape.winner}
+        for rule in rules:
+            name = judge.pick(rule, shape)
+            t = shape.times.get(name) if name else None
+            row[rule] = {"kernel": name, "slowdown": t / shape.times[shape.winner] if t else None}
+        rows.append(row)
+    common = [r for r in rows if all(r[rule]["slowdown"] for rule in rules)]
+    summary = {}
+    for rule in rules:
+        slow = [r[rule]["slowdown"] for r in common]
+        summary[rule] = {"measured_share": sum(1 for r in rows if r[rule]["slowdown"]) / len(rows) if rows else 0,
+                         "geomean_slowdown": geomean(slow), "worst_slowdown": max(slow) if slow else None,
+                         "within_5pct": sum(s <= 1.05 for s in slow), "picks_winner": sum(s <= 1.0 for s in slow)}
+    return {"shapes": len(rows), "compared_on": len(common), "summary": summary, "rows": rows}
+
+
+def markdown(result: dict) -> str:
+    lines = ["# Dispatch rules, each tuned shape left out in turn", "",
+             f"{result['shapes']} tuned shapes; compared on the {result['compared_on']} where every rule's pick "
+             "was timed on the left-out shape by its tune. Slowdown: the pick's time over the shape's winner's.", "",
+             "| rule | pick timed | geomean slowdown | worst | within 5% | the winner itself |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for rule, s in result["summary"].items():
+        lines.append(f"| {rule} | {s['measured_share']:.0%} | {s['geomean_slowdown'] or float('nan'):.3f} | "
+                     f"{s['worst_slowdown'] or float('nan'):.2f} | {s['within_5pct']} | {s['picks_winner']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m hgemm.dispatch_eval", description=__doc__.split("\n\n")[0])
+    ap.add_argument("libraries", nargs="+", help="tune folders (table.json, kernels/, bench.json[.gz])")
+    ap.add_argument("--out", required=True, help="results JSON (a Markdown summary goes beside it)")
+    args = ap.parse_args(argv)
+    try:
+        shapes, texts = load_shapes(args.libraries)
+    except (FileNotFoundError, KeyError, json.JSONDecodeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    result = evaluate(shapes, texts)
+    result["libraries"] = args.libraries
+    out = Path(args.out)
+    write_json(out, result)
+    md = markdown(result)
+    out.with_suffix(".md").write_text(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,9 +1,10 @@
-# Time the model's best kernel and the library's kernel per shape against every baseline (GPU).
+# Time the model's best kernel, the pretrained model's and the library's per shape against every baseline (GPU).
 rule bench:
     input:
         config=stage_config("bench"),
         grid=config_file("bench", "grid"),
         samples=out("sample", "metrics.json"),
+        before=out("sample_pretrained", "metrics.json"),
         library=out("tune", "metrics.json"),
     output:
         metrics=out("bench", "metrics.json"),
@@ -11,6 +12,7 @@ rule bench:
         summary=report(out("bench", "summary.md"), category="Benchmark"),
     params:
         samples=out("sample"),
+        before=out("sample_pretrained"),
         library=out("tune"),
         out=out("bench"),
     threads: 4
@@ -21,5 +23,6 @@ rule bench:
     benchmark:
         bench_file("bench")
     shell:
-        "python -m stages.bench --config {input.config} --samples {params.samples} --library {params.library}"
+        "python -m stages.bench --config {input.config} --samples {params.samples} --before {params.before}"
+        " --library {params.library}"
         " --out {params.out} > {log} 2>&1"

@@ -23,3 +23,31 @@ rule sample:
     shell:
         "python -m stages.sample --config {input.config} --model {params.model} --heldout {input.heldout}"
         " --library {params.library} --out {params.out} > {log} 2>&1"
+
+
+# The same prompts from the pretrained model: what bench compares the final model's kernels with, so that
+# the report can say what RL changed (best of k per held-out shape, before and after).
+rule sample_pretrained:
+    input:
+        config=stage_config("sample"),
+        grid=config_file("sample", "grid"),
+        model=out("pretrain", "metrics.json"),
+        heldout=out("rl_hgemm", "heldout.json"),
+        library=out("tune", "metrics.json"),
+    output:
+        metrics=out("sample_pretrained", "metrics.json"),
+        samples=out("sample_pretrained", "samples.jsonl"),
+    params:
+        model=out("pretrain"),
+        library=out("tune"),
+        out=out("sample_pretrained"),
+    threads: 4
+    resources:
+        gpu=1,
+    log:
+        log("sample_pretrained"),
+    benchmark:
+        bench_file("sample_pretrained")
+    shell:
+        "python -m stages.sample --config {input.config} --model {params.model} --heldout {input.heldout}"
+        " --library {params.library} --out {params.out} > {log} 2>&1"

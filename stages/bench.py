@@ -1,16 +1,18 @@
 """Stage: time the model's best kernel and the seed library's kernel per shape against every baseline.
 
     python -m stages.bench --config configs/default.yaml --samples results/sample --library results/tune \\
-        --out results/bench
+        [--before results/sample_pretrained] --out results/bench
 
 Shapes: the config's grid (optionally some classes / the first N), plus every held-out shape the
 sample stage was asked for (its evaluated.json; kept kernel or not) and any other shape it kept a kernel
 for. Held-out problems are flagged (`heldout`), and summary.md gives them their own table: best-of-k
 against the strongest baseline and the library, and the share where the model beats the library.
 
-Each shape gets its own two contenders, through hgemm.bench.run_bench's `select`: `model`
-(stages.sample's best/<key>.cu, when it kept one) and `library` (what hgemm.library dispatches the
-shape to: exact tuned entry, nearest, or fallback).
+Each shape gets its own contenders, through hgemm.bench.run_bench's `select`: `model`
+(stages.sample's best/<key>.cu, when it kept one), `before` (with --before: the best kernel the same
+prompts drew from the pretrained model) and `library` (what hgemm.library dispatches the shape to:
+exact tuned entry, nearest, or fallback). With `before`, summary.md and metrics.json say what RL
+changed on the held-out shapes: the geomean of the before / after time, with a bootstrap interval.
 In results.json each problem names them by role, so the summaries compare roles across shapes.
 On a CPU both are compiled, nothing is run, and summary.md and metrics.json say so.
 """
@@ -28,13 +30,13 @@ from hgemm.bench import run_bench
 from hgemm.entry import EvalOptions
 from hgemm.library import Library
 from hgemm.problem import GridError, Problem, load_grid, select_problems
-from hgemm.report.tables import heldout_rows, heldout_table
+from hgemm.report.tables import before_after, before_after_rows, before_after_table, heldout_rows, heldout_table
 from hgemm.summary import geomean, markdown
 from stages.common import atomic_write_text, write_json, write_metrics
 from stages.config_schema import load_settings
 
 log = logging.getLogger("stages.bench")
-ROLES = ("model", "library")
+ROLES = ("model", "before", "library")
 
 
 @dataclass
@@ -94,8 +96,10 @@ def bench_problems(settings: BenchSettings, sampled: dict[str, tuple[Problem, st
     return list(out.values())
 
 
-def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: bool = True) -> dict:
+def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: bool = True,
+        before_dir: str | None = None) -> dict:
     sampled = sampled_kernels(samples_dir)
+    before = sampled_kernels(before_dir) if before_dir else {}
     heldout = heldout_evaluated(samples_dir)
     held_keys = {p.key for p in heldout}
     choose = library_choice(library_dir)
@@ -108,12 +112,16 @@ def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: b
         if p.key in sampled:
             roles["model"] = f"model_{p.key}"
             named[roles["model"]] = sampled[p.key][1]
+        if p.key in before:
+            roles["before"] = f"before_{p.key}"
+            named[roles["before"]] = before[p.key][1]
         lib = choose(p)
         if lib:
             roles["library"] = f"library_{lib[0]}"
             named[roles["library"]] = lib[1]
         contenders[p.key] = roles
         sources[p.key] = {"model": f"best/{p.key}.cu" if "model" in roles else None,
+                          "before": f"best/{p.key}.cu" if "before" in roles else None,
                           "library": lib[0] if lib else None, "library_choice": lib[2] if lib else None}
     options = EvalOptions(reps=settings.reps, timing_method=settings.timing_method)
     if settings.baselines:
@@ -130,6 +138,7 @@ def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: b
         pr["sampled"] = key in sampled
         pr["heldout"] = key in held_keys
     results["grid"] = settings.grid
+    results["before"] = str(before_dir) if before_dir else None
     return results
 
 
@@ -153,6 +162,10 @@ def summary_markdown(results: dict) -> str:
         sentence, headers, cells = heldout_table(held)
         text += (f"\n## Held-out shapes\n\n{sentence}\n\n| " + " | ".join(headers) + " |\n|"
                  + "---|" * len(headers) + "\n" + "".join("| " + " | ".join(row) + " |\n" for row in cells))
+    if results.get("before") and results.get("gpu_run"):
+        sentence, headers, cells = before_after_table(before_after_rows(results))
+        text += (f"\n## What RL changed on the held-out shapes\n\n{sentence}\n\n| " + " | ".join(headers) + " |\n|"
+                 + "---|" * len(headers) + "\n" + "".join("| " + " | ".join(row) + " |\n" for row in cells))
     rows = model_vs_library(results)
     if rows:
         wins = sum(r["model_vs_library"] > 1 for r in rows)
@@ -172,11 +185,13 @@ def bench_metrics(settings: BenchSettings, results: dict, wall_s: float) -> dict
 
     rows = model_vs_library(results)
     held = heldout_rows(results)
-    statuses = {role: {} for role in ROLES}
+    statuses: dict[str, dict[str, int]] = {}  # role -> status -> shapes, for the roles that ran
     for pr in results["problems"]:
         for role, r in pr["candidates"].items():
-            statuses[role][r.get("status", "?")] = statuses[role].get(r.get("status", "?"), 0) + 1
+            by_status = statuses.setdefault(role, {})
+            by_status[r.get("status", "?")] = by_status.get(r.get("status", "?"), 0) + 1
     gpu = bool(results.get("gpu_run"))
+    change = before_after(before_after_rows(results)) if results.get("before") else {}
     return {
         "stage": "bench", "settings": asdict(settings), "gpu_run": gpu, "timed": gpu,
         "note": "" if gpu else "compiled, not run: no GPU, so nothing was timed",
@@ -193,6 +208,9 @@ def bench_metrics(settings: BenchSettings, results: dict, wall_s: float) -> dict
         "heldout_geomean_model_vs_best_baseline": geomean([r["model_vs_best"] for r in held if r["model_vs_best"]]),
         "heldout_geomean_library_vs_best_baseline": geomean([r["library_vs_best"] for r in held
                                                              if r["library_vs_best"]]),
+        "heldout_after_vs_before": change.get("geomean"),
+        "heldout_after_vs_before_ci95": change.get("ci95"),
+        "heldout_after_vs_before_shapes": change.get("shapes"),
         "wall_s": wall_s,
     }
 
@@ -205,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
                          "settings; repeatable: each file laid over the one before")
     ap.add_argument("--samples", required=True, help="sample stage folder (best.json, best/<shape key>.cu)")
     ap.add_argument("--library", required=True, help="tune stage folder (table.json, kernels/)")
+    ap.add_argument("--before", default=None,
+                    help="sample stage folder of the pretrained model on the same prompts (what RL is compared with)")
     ap.add_argument("--out", required=True, help="output folder: results.json, summary.md, metrics.json")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override one setting (value parsed as YAML); repeatable")
@@ -215,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     out = Path(args.out)
     try:
-        results = run(settings, args.samples, args.library, progress=not args.no_progress)
+        results = run(settings, args.samples, args.library, progress=not args.no_progress, before_dir=args.before)
     except GridError as e:
         raise SystemExit(f"{ap.prog}: {e}") from None
     # the last run's outputs stay whole until this one has results: from here a stale metrics.json

@@ -19,6 +19,8 @@ import yaml
 ROOT = Path(__file__).parents[1]
 STAGES = ["corpus", "tokenizer", "pretrain", "tune", "rl_general", "rl_hgemm", "sample", "bench", "report"]
 GPU_STAGES = {"pretrain", "tune", "rl_general", "rl_hgemm", "sample", "bench"}
+# every job of a full run: each stage, and the sample stage once more on the pretrained model
+JOBS = set(STAGES) | {"sample_pretrained"}
 pytest.importorskip("snakemake")
 
 
@@ -65,7 +67,7 @@ def test_cpu_machine_runs_the_smoke_sizes_by_default(tmp_path):
 def test_dry_run_plans_every_stage(tmp_path, configfile):
     wf = workflow_copy(tmp_path)
     jobs = planned_jobs(wf, *(["--configfile", configfile] if configfile else []))
-    assert jobs == set(STAGES) | {"all"}
+    assert jobs == JOBS | {"all"}
     results = yaml.safe_load((wf / "configs" / (Path(configfile).name if configfile else "default.yaml")).read_text())
     results = results.get("results", "results")
     # each stage got its own section file, the input its rule reruns on
@@ -168,14 +170,14 @@ def test_editing_one_section_reruns_that_stage_and_what_follows(tmp_path):
     before = {p.name: p.stat().st_mtime for p in (wf / "results" / ".config").glob("*.yaml")}
     time.sleep(6)  # past the fake outputs' mtime
     _edit(wf, "rl_hgemm", grpo={"max_steps": 7})
-    assert planned_jobs(wf) == {"rl_hgemm", "sample", "bench", "report", "all"}
+    assert planned_jobs(wf) == {"rl_hgemm", "sample", "sample_pretrained", "bench", "report", "all"}
     after = {p.name: p.stat().st_mtime for p in (wf / "results" / ".config").glob("*.yaml")}
     # only the edited stage's section file was rewritten
     assert [n for n in before if before[n] != after[n]] == ["rl_hgemm.yaml"]
     r = snakemake(wf, "--list-changes", "input")
     assert r.returncode == 0
     _edit(wf, "corpus", family_variants=10)
-    assert planned_jobs(wf) == set(STAGES) - {"tune"} | {"all"}
+    assert planned_jobs(wf) == JOBS - {"tune"} | {"all"}
 
 
 def test_forcing_a_stage_and_what_follows(tmp_path):
@@ -189,7 +191,7 @@ def test_a_deleted_output_reruns_its_stage_and_what_follows(tmp_path):
     wf = workflow_copy(tmp_path)
     _fake_outputs(wf)
     (wf / "results" / "rl_hgemm" / "curves.json").unlink()
-    assert planned_jobs(wf) == {"rl_hgemm", "sample", "bench", "report", "all"}
+    assert planned_jobs(wf) == {"rl_hgemm", "sample", "sample_pretrained", "bench", "report", "all"}
 
 
 @pytest.mark.parametrize("setting", ["sample.grid", "bench.grid", "tune.grid", "rl_hgemm.shapes.grid"])
@@ -219,7 +221,7 @@ def test_smoke_dag_end_to_end_on_cpu(tmp_path):
     r = snakemake(wf, "--configfile", "configs/smoke.yaml", timeout=1200)
     assert r.returncode == 0, (r.stdout + r.stderr)[-5000:]
     results = wf / "results" / "smoke"
-    for stage in STAGES:
+    for stage in sorted(JOBS):
         assert (results / stage / "metrics.json").is_file(), stage
         assert (results / "logs" / f"{stage}.log").is_file() and (results / "benchmarks" / f"{stage}.tsv").is_file()
     md = (results / "report" / "report.md").read_text()

@@ -289,3 +289,28 @@ def test_libraries_side_by_side_per_subset_and_from_several_gzipped_parts(tmp_pa
     (tmp_path / "b.json").write_text(json.dumps(second))
     assert main(["summarize", str(tmp_path / "a.json.gz"), str(tmp_path / "b.json"), "--libraries", "old,new"]) == 0
     assert capsys.readouterr().out.strip() == md.strip()
+
+
+def test_before_after_on_held_out_shapes_with_a_bootstrap_interval():
+    from hgemm.report.tables import before_after, before_after_rows, before_after_table
+
+    def pr(key, after_us, before_us, heldout=True):
+        c = {}
+        if after_us:
+            c["model"] = {"status": "ok", "time_us": after_us, "speedup_vs_best": 10 / after_us}
+        if before_us:
+            c["before"] = {"status": "ok", "time_us": before_us, "speedup_vs_best": 10 / before_us}
+        return {"problem": Problem.from_key(key).to_dict(), "heldout": heldout, "candidates": c}
+
+    results = {"problems": [pr("b1_m64_n64_k64_NN", 10, 20), pr("b1_m128_n64_k64_NN", 10, 40),
+                            pr("b1_m256_n64_k64_NN", 10, 10), pr("b1_m512_n64_k64_NN", 10, None),
+                            pr("b1_m999_n64_k64_NN", 10, 100, heldout=False)]}
+    rows = before_after_rows(results)
+    assert [r["after_vs_before"] for r in rows] == [2.0, 4.0, 1.0, None]  # the trained-on shape left out
+    s = before_after(rows)
+    assert s["shapes"] == 3 and s["after_only"] == 1 and s["before_only"] == 0
+    assert s["geomean"] == pytest.approx(2.0)
+    lo, hi = s["ci95"]
+    assert 1.0 <= lo < 2.0 < hi <= 4.0 and before_after(rows) == s  # seeded: the same interval again
+    sentence, headers, cells = before_after_table(rows)
+    assert "2.000x as fast" in sentence and cells[3][3] == "no kernel kept" or cells[3][1] == "no kernel kept"

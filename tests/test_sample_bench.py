@@ -132,9 +132,9 @@ def test_sample_and_bench_stage_clis_on_cpu(tmp_path, tiny_model_dir):
     (sample_out / "best.json").write_text(json.dumps({"b1_m256_n256_k256_NN": {
         "problem": Problem(256, 256, 256, shape_class="aligned").to_dict(), "heldout": False,
         "file": "best/b1_m256_n256_k256_NN.cu"}}))
-    bench_out = tmp_path / "bench"
+    bench_out, library = tmp_path / "bench", _library(tmp_path)
     assert bench_stage.main(["--config", str(DEFAULT), "--config", str(config), "--samples", str(sample_out), "--library",
-                             str(_library(tmp_path)), "--out", str(bench_out), "--no-progress"]) == 0
+                             str(library), "--out", str(bench_out), "--no-progress"]) == 0
     results = json.loads((bench_out / "results.json").read_text())
     assert results["gpu_run"] is False
     by_key = {Problem.from_dict(pr["problem"]).key: pr for pr in results["problems"]}
@@ -152,6 +152,24 @@ def test_sample_and_bench_stage_clis_on_cpu(tmp_path, tiny_model_dir):
     assert metrics["timed"] is False and metrics["shapes_with_model_kernel"] == 1
     assert metrics["statuses"] == {"model": {"compiled": 1}, "library": {"compiled": 3}}
     assert metrics["heldout_shapes"] == 1 and metrics["heldout_share_model_beats_library"] is None  # not timed
+    assert metrics["heldout_after_vs_before"] is None
+
+    # --before: the pretrained model's best kernels on the same prompts are a third contender
+    before = tmp_path / "sample_pretrained"
+    (before / "best").mkdir(parents=True)
+    for key, p in (("b1_m96_n96_k96_NN", Problem(96, 96, 96)), ("b1_m256_n256_k256_NN", Problem(256, 256, 256))):
+        (before / "best" / f"{key}.cu").write_text(NAIVE)
+    (before / "best.json").write_text(json.dumps({key: {"problem": Problem.from_key(key).to_dict(), "file": f"best/{key}.cu"}
+                                                  for key in ("b1_m96_n96_k96_NN", "b1_m256_n256_k256_NN")}))
+    assert bench_stage.main(["--config", str(DEFAULT), "--config", str(config), "--samples", str(sample_out),
+                             "--before", str(before), "--library", str(library), "--out", str(bench_out),
+                             "--no-progress"]) == 0
+    by_key = {Problem.from_dict(pr["problem"]).key: pr
+              for pr in json.loads((bench_out / "results.json").read_text())["problems"]}
+    assert set(by_key["b1_m96_n96_k96_NN"]["candidates"]) == {"before", "library"}
+    assert set(by_key["b1_m256_n256_k256_NN"]["candidates"]) == {"model", "before", "library"}
+    metrics = json.loads((bench_out / "metrics.json").read_text())
+    assert metrics["statuses"]["before"] == {"compiled": 2} and metrics["heldout_after_vs_before_shapes"] == 0
 
 
 def test_bench_without_library_table_still_benches_the_model(tmp_path):

@@ -116,6 +116,11 @@ def bench_sections(doc: list, results: dict | None, settings: ReportSettings, so
             doc.append(("p", f"{len(held)} held-out shapes are marked in the per-shape table (column "
                              f"“{tables.HELDOUT_MARK}”); nothing was timed, so the model-vs-library comparison "
                              "needs a GPU run."))
+    if timed and results.get("before"):
+        doc.append(("h", 3, "What RL changed on the held-out shapes"))
+        sentence, headers, cells = tables.before_after_table(tables.before_after_rows(results))
+        doc.append(("p", sentence))
+        doc.append(("table", headers, cells))
     if not timed:
         doc.append(("p", "Heatmaps and TFLOP/s plots need timings: not available on a CPU-only run."))
         return

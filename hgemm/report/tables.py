@@ -6,6 +6,7 @@ kernel verified; otherwise the fastest verified candidate (e.g. in a plain `hgem
 from __future__ import annotations
 
 import math
+import random
 
 from hgemm.problem import Problem
 
@@ -123,6 +124,69 @@ def heldout_table(rows: list[dict]) -> tuple[str, list[str], list[list[str]]]:
               fmt(r["model_us"], 1) + " µs" if r["model_us"] is not None else r["model_status"],
               fmt(r["model_vs_best"], 3), fmt(r["library_vs_best"], 3), fmt(r["model_vs_library"], 3)]
              for r in rows]
+    return sentence, headers, cells
+
+
+BOOTSTRAP_SAMPLES = 10_000
+
+
+def before_after_rows(results: dict) -> list[dict]:
+    """One row per held-out shape of a bench stage results file with a `before` contender run (the
+    pretrained model's best of k on the same prompts): both kernels' status and time, and the
+    before / after time where both verified (above 1: the RL-trained model's kernel is faster)."""
+    rows = []
+    for pr in results.get("problems", []):
+        if not pr.get("heldout"):
+            continue
+        c = pr.get("candidates", {})
+        after, before = c.get("model", {}), c.get("before", {})
+        a_ok = after.get("status") == "ok" and after.get("time_us")
+        b_ok = before.get("status") == "ok" and before.get("time_us")
+        rows.append({"key": Problem.from_dict(pr["problem"]).key,
+                     "after_status": after.get("status", "no kernel kept"),
+                     "before_status": before.get("status", "no kernel kept"),
+                     "after_us": after["time_us"] if a_ok else None, "before_us": before["time_us"] if b_ok else None,
+                     "after_vs_best": after.get("speedup_vs_best") if a_ok else None,
+                     "before_vs_best": before.get("speedup_vs_best") if b_ok else None,
+                     "after_vs_before": before["time_us"] / after["time_us"] if a_ok and b_ok else None})
+    return rows
+
+
+def before_after(rows: list[dict], seed: int = 0) -> dict:
+    """Geomean of after_vs_before over the shapes where both kernels verified, with a 95% bootstrap
+    interval over those shapes (resampled with replacement, seeded), and the counts of shapes where only
+    one of the two models kept a verified kernel."""
+    ratios = [r["after_vs_before"] for r in rows if r["after_vs_before"]]
+    out = {"shapes": len(ratios), "after_only": sum(bool(r["after_us"]) and not r["before_us"] for r in rows),
+           "before_only": sum(bool(r["before_us"]) and not r["after_us"] for r in rows),
+           "geomean": None, "ci95": None}
+    if not ratios:
+        return out
+    logs = [math.log(x) for x in ratios]
+    rng = random.Random(seed)
+    means = sorted(sum(rng.choices(logs, k=len(logs))) / len(logs) for _ in range(BOOTSTRAP_SAMPLES))
+    lo, hi = means[int(0.025 * len(means))], means[int(0.975 * len(means)) - 1]
+    out["geomean"] = math.exp(sum(logs) / len(logs))
+    out["ci95"] = [math.exp(lo), math.exp(hi)]
+    return out
+
+
+def before_after_table(rows: list[dict]) -> tuple[str, list[str], list[list[str]]]:
+    """(sentence, headers, cells): the held-out shapes, pretrained model against RL-trained model."""
+    s = before_after(rows)
+    if s["geomean"] is None:
+        sentence = (f"{len(rows)} held-out shapes; on none did both the pretrained and the RL-trained model keep a "
+                    f"verified kernel (RL-trained only: {s['after_only']}, pretrained only: {s['before_only']}).")
+    else:
+        lo, hi = s["ci95"]
+        sentence = (f"{len(rows)} held-out shapes, the same prompts to both models, best of k each. Where both kept a "
+                    f"verified kernel ({s['shapes']} shapes), the RL-trained model's is {s['geomean']:.3f}x as fast as the "
+                    f"pretrained model's in geomean (95% bootstrap interval over shapes {lo:.3f}-{hi:.3f}); only the "
+                    f"RL-trained model kept one on {s['after_only']}, only the pretrained on {s['before_only']}.")
+    headers = ["shape", "pretrained (best of k)", "vs strongest", "RL-trained (best of k)", "vs strongest", "after / before"]
+    cells = [[r["key"], fmt(r["before_us"], 1) + " µs" if r["before_us"] else r["before_status"], fmt(r["before_vs_best"], 3),
+              fmt(r["after_us"], 1) + " µs" if r["after_us"] else r["after_status"], fmt(r["after_vs_best"], 3),
+              fmt(r["after_vs_before"], 3)] for r in rows]
     return sentence, headers, cells
 
 

@@ -1,5 +1,5 @@
-# The pipeline: corpus -> tokenizer -> pretrain -> rl_general -> rl_hgemm -> sample -> bench -> report,
-# with the seed-kernel library (tune) feeding rl_hgemm and bench. Rules only wire paths; every stage
+# The pipeline: corpus -> tokenizer -> pretrain -> rl_general -> rl_hgemm -> sample -> bench -> library
+# -> report, with the seed-kernel library (tune) feeding rl_hgemm, bench and the final library. Rules only wire paths; every stage
 # is `python -m stages.<stage>` (see docs/dag.md for the cookbook).
 #
 #   snakemake -n                                   # what would run
@@ -112,4 +112,5 @@ include: "rules/rl_general.smk"
 include: "rules/rl_hgemm.smk"
 include: "rules/sample.smk"
 include: "rules/bench.smk"
+include: "rules/library.smk"
 include: "rules/report.smk"

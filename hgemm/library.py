@@ -19,7 +19,8 @@ from .candidate import Candidate, SpecError, parse_candidate
 from .params import operand_shape
 from .problem import Problem
 
-DEFAULT_LIBRARY = Path(__file__).resolve().parent.parent / "results" / "tune"
+# the pipeline's final library (stages.library: the tuned one with the model's winning kernels)
+DEFAULT_LIBRARY = Path(__file__).resolve().parent.parent / "results" / "library"
 
 
 @dataclass(frozen=True)
@@ -127,3 +128,43 @@ def merge_libraries(folders: list[str | Path], out_dir: str | Path) -> dict:
         target.write_text(text)
     (out / "table.json").write_text(json.dumps(merged, indent=1))
     return merged
+
+
+def owned_entries(results: dict, margin: float) -> dict[str, dict]:
+    """The shapes a bench stage run (contenders `model` and `library`, timed in one run) gives to the
+    model: where its verified kernel took at most 1 / margin of the library kernel's time. problem key
+    -> table entry (kernel named model_<key>, times and speedups from that run)."""
+    owned = {}
+    for pr in results.get("problems", []):
+        c = pr.get("candidates", {})
+        model, lib = c.get("model", {}), c.get("library", {})
+        if not (model.get("status") == "ok" and lib.get("status") == "ok" and model.get("time_us") and lib.get("time_us")):
+            continue
+        if lib["time_us"] / model["time_us"] < margin:
+            continue
+        problem = Problem.from_dict(pr["problem"])
+        owned[problem.key] = {"kernel": f"model_{problem.key}", "time_us": model["time_us"], "tflops": model.get("tflops"),
+                              "speedup_vs_best": model.get("speedup_vs_best"),
+                              "speedup_vs_cublas": model.get("speedup_vs_cublas"),
+                              "best_baseline": pr.get("best_baseline"), "shape_class": problem.shape_class,
+                              "speedup_vs_library": lib["time_us"] / model["time_us"],
+                              "library_kernel": (pr.get("kernels") or {}).get("library"), "source": "model"}
+    return owned
+
+
+def write_with_entries(base: str | Path, entries: dict[str, dict], kernels: dict[str, str], out_dir: str | Path) -> dict:
+    """A copy of the library `base` (table.json and the kernels it names) with `entries` added, or put in
+    place of its own for the same shapes; `kernels` holds their texts by kernel name. Returns the table."""
+    base, out = Path(base), Path(out_dir)
+    table = json.loads((base / "table.json").read_text())
+    table["entries"] = {**table.get("entries", {}), **entries}
+    (out / "kernels").mkdir(parents=True, exist_ok=True)
+    names = {e["kernel"] for e in table["entries"].values()} | {table["fallback"]}
+    for name in sorted(names):
+        text = kernels[name] if name in kernels else (base / "kernels" / f"{name}.cu").read_text()
+        (out / "kernels" / f"{name}.cu").write_text(text)
+    for stale in (out / "kernels").glob("*.cu"):  # a kernel an earlier write named and this table does not
+        if stale.stem not in names:
+            stale.unlink()
+    (out / "table.json").write_text(json.dumps(table, indent=1))
+    return table

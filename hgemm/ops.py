@@ -263,7 +263,7 @@ def matmul(A: torch.Tensor, B: torch.Tensor, *, out: torch.Tensor | None = None,
     shape, on the current stream. B may be K x N contiguous (layout NN) or the transpose of a contiguous
     N x K tensor (TN, e.g. an nn.Linear weight `.t()`): no copy either way. `out`: write C there
     (contiguous, the product's shape and dtype) and return it. `library`: a tune folder (table.json and
-    kernels/), by default results/tune."""
+    kernels/), by default results/library (the pipeline's final library)."""
     path = os.fspath(library) if library is not None else _DEFAULT_PATH
     if out is None:
         return torch.ops.hgemm.matmul(A, B, path)

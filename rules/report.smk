@@ -10,6 +10,7 @@ rule report:
         bench=out("bench", "results.json"),
         tokenizer=out("tokenizer", "metrics.json"),
         sample=out("sample", "metrics.json"),
+        library=out("library", "metrics.json"),
     output:
         html=report(out("report", "report.html"), category="Report"),
         markdown=report(out("report", "report.md"), category="Report"),
@@ -22,6 +23,7 @@ rule report:
         bench=out("bench"),
         tokenizer=out("tokenizer"),
         sample=out("sample"),
+        library=out("library"),
         stage_times=f"{RESULTS}/benchmarks",
         out=out("report"),
     threads: 1
@@ -32,5 +34,5 @@ rule report:
     shell:
         "python -m stages.report --config {input.config} --corpus {params.corpus} --pretrain {params.pretrain}"
         " --rl-general {params.rl_general} --rl-hgemm {params.rl_hgemm} --tune {params.tune}"
-        " --bench {params.bench} --tokenizer {params.tokenizer} --sample {params.sample}"
+        " --bench {params.bench} --tokenizer {params.tokenizer} --sample {params.sample} --library {params.library}"
         " --stage-times {params.stage_times} --out {params.out} > {log} 2>&1"

@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bench", help="bench stage folder (results.json), or any `hgemm bench` results file")
     ap.add_argument("--tokenizer", help="tokenizer stage folder (metrics.json)")
     ap.add_argument("--sample", help="sample stage folder (metrics.json)")
+    ap.add_argument("--library", help="library stage folder (metrics.json, owned.md)")
     ap.add_argument("--stage-times", dest="stage_times", help="Snakemake benchmark folder (<stage>.tsv wall times)")
     ap.add_argument("--out", required=True, help="output folder: report.html, report.md, figures/, metrics.json")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -41,8 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     settings = load_settings(ReportSettings, "report", args.config, args.overrides, ap.prog)
-    inputs = ReportInputs(args.corpus, args.pretrain, args.rl_general, args.rl_hgemm, args.tune, args.bench,
-                          args.tokenizer, args.sample, args.stage_times)
+    inputs = ReportInputs(corpus=args.corpus, pretrain=args.pretrain, rl_general=args.rl_general,
+                          rl_hgemm=args.rl_hgemm, tune=args.tune, bench=args.bench, tokenizer=args.tokenizer,
+                          sample=args.sample, library=args.library, stage_times=args.stage_times)
     summary = build_report(inputs, settings, args.out)
     write_metrics(args.out, {"stage": "report", **summary})
     print(f"report: {'timed' if summary['timed'] else 'NOTHING TIMED'}, {summary['figures']} figures, "

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).parents[1]
-STAGES = ["corpus", "tokenizer", "pretrain", "tune", "rl_general", "rl_hgemm", "sample", "bench", "report"]
+STAGES = ["corpus", "tokenizer", "pretrain", "tune", "rl_general", "rl_hgemm", "sample", "bench", "library", "report"]
 GPU_STAGES = {"pretrain", "tune", "rl_general", "rl_hgemm", "sample", "bench"}
 # every job of a full run: each stage, and the sample stage once more on the pretrained model
 JOBS = set(STAGES) | {"sample_pretrained"}
@@ -170,7 +170,7 @@ def test_editing_one_section_reruns_that_stage_and_what_follows(tmp_path):
     before = {p.name: p.stat().st_mtime for p in (wf / "results" / ".config").glob("*.yaml")}
     time.sleep(6)  # past the fake outputs' mtime
     _edit(wf, "rl_hgemm", grpo={"max_steps": 7})
-    assert planned_jobs(wf) == {"rl_hgemm", "sample", "sample_pretrained", "bench", "report", "all"}
+    assert planned_jobs(wf) == {"rl_hgemm", "sample", "sample_pretrained", "bench", "library", "report", "all"}
     after = {p.name: p.stat().st_mtime for p in (wf / "results" / ".config").glob("*.yaml")}
     # only the edited stage's section file was rewritten
     assert [n for n in before if before[n] != after[n]] == ["rl_hgemm.yaml"]
@@ -184,14 +184,14 @@ def test_forcing_a_stage_and_what_follows(tmp_path):
     wf = workflow_copy(tmp_path)
     _fake_outputs(wf)
     assert planned_jobs(wf, "-f", "bench") == {"bench"}
-    assert planned_jobs(wf, "-R", "sample") == {"sample", "bench", "report", "all"}
+    assert planned_jobs(wf, "-R", "sample") == {"sample", "bench", "library", "report", "all"}
 
 
 def test_a_deleted_output_reruns_its_stage_and_what_follows(tmp_path):
     wf = workflow_copy(tmp_path)
     _fake_outputs(wf)
     (wf / "results" / "rl_hgemm" / "curves.json").unlink()
-    assert planned_jobs(wf) == {"rl_hgemm", "sample", "sample_pretrained", "bench", "report", "all"}
+    assert planned_jobs(wf) == {"rl_hgemm", "sample", "sample_pretrained", "bench", "library", "report", "all"}
 
 
 @pytest.mark.parametrize("setting", ["sample.grid", "bench.grid", "tune.grid", "rl_hgemm.shapes.grid"])

@@ -237,3 +237,41 @@ def test_generation_with_a_static_cache_matches_the_dynamic_one(tiny_model_dir):
         runs.append(generate_completions(model, tok, prompts, 2, 12, temperature=1.0, top_p=1.0, batch_size=4,
                                          cache_implementation=cache))
     assert runs[0] == runs[1] and all(len(per) == 2 for per in runs[0])
+
+
+def test_library_stage_gives_the_model_the_shapes_it_won_by_the_margin(tmp_path):
+    from hgemm.library import Library
+    from stages import library as library_stage
+
+    tune = _library(tmp_path)
+    samples = tmp_path / "sample"
+    (samples / "best").mkdir(parents=True)
+    won, close, lost = Problem(256, 256, 256), Problem(512, 512, 512), Problem(64, 64, 64)
+    for p in (won, close, lost):
+        (samples / "best" / f"{p.key}.cu").write_text(NAIVE.replace("hgemm_naive", f"model_{p.M}"))
+
+    def pr(p, model_us, library_us):
+        return {"problem": p.to_dict(), "best_baseline": "cublas", "kernels": {"library": "generic"}, "candidates": {
+            "model": {"status": "ok", "time_us": model_us, "speedup_vs_best": 5 / model_us},
+            "library": {"status": "ok", "time_us": library_us, "speedup_vs_best": 5 / library_us}}}
+
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "results.json").write_text(json.dumps({"gpu_run": True, "problems": [
+        pr(won, 5.0, 10.0), pr(close, 9.9, 10.0), pr(lost, 12.0, 10.0)]}))
+    out = tmp_path / "library"
+    argv = ["--config", str(DEFAULT), "--bench", str(bench), "--samples", str(samples), "--tune", str(tune), "--out", str(out)]
+    assert library_stage.main(argv) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["model_owned"] == [won.key] and metrics["geomean_model_vs_replaced_kernel"] == pytest.approx(2.0)
+    lib = Library(out)
+    choice = lib.lookup(won)
+    assert (choice.name, choice.how) == (f"model_{won.key}", "exact") and "model_256" in choice.candidate.source
+    assert lib.lookup(close).name != f"model_{close.key}"  # 1% faster is within the margin: not handed over
+    assert f"| {won.key} | 5.0 | 2.000 | generic |" in (out / "owned.md").read_text()
+    # a CPU bench run timed nothing: the library is the tuned one
+    (bench / "results.json").write_text(json.dumps({"gpu_run": False, "problems": []}))
+    assert library_stage.main(argv) == 0
+    assert json.loads((out / "metrics.json").read_text())["model_owned"] == []
+    assert "owns no shape" in (out / "owned.md").read_text()
+    assert sorted(p.name for p in (out / "kernels").iterdir()) == ["naive_fallback.cu"]

@@ -244,6 +244,23 @@ def _removed(step: str, data: dict):
     return data.get("docs_dropped")
 
 
+def library_section(doc: list, inputs: ReportInputs) -> None:
+    """The library behind hgemm.matmul: how many shapes, and which of them the model's kernels own."""
+    m = inputs.metrics("library")
+    if m is None:
+        return
+    doc.append(("h", 2, "The library behind hgemm.matmul"))
+    if not m.get("timed"):
+        doc.append(("p", f"{m['shapes']} tuned shapes, all the seed families': nothing was timed, so the model owns none."))
+        return
+    owned = m.get("model_owned") or []
+    text = (f"{m['shapes']} tuned shapes; the model's kernels own {len(owned)}, each at least "
+            f"{m['settings']['own_margin']:.2f}x as fast as the library kernel it replaced in the bench run")
+    if owned:
+        text += f" (geomean {m['geomean_model_vs_replaced_kernel']:.3f}x): " + ", ".join(owned)
+    doc.append(("p", text + "."))
+
+
 def metrics_section(doc: list, inputs: ReportInputs) -> None:
     doc.append(("h", 2, "Stage metrics"))
     times = inputs.wall_times()
@@ -254,7 +271,7 @@ def metrics_section(doc: list, inputs: ReportInputs) -> None:
         doc.append(("table", ["stage", "wall s", "max RSS MB"],
                     [[stage, f"{t:,.1f}", tables.fmt(rss, 0) if rss is not None else "—"] for stage, t, rss in times]))
     rows = []
-    for stage in ("corpus", "tokenizer", "pretrain", "tune", "rl_general", "rl_hgemm", "sample", "bench"):
+    for stage in ("corpus", "tokenizer", "pretrain", "tune", "rl_general", "rl_hgemm", "sample", "bench", "library"):
         m = inputs.metrics(stage)
         if m is None:
             rows.append([stage, "not available", ""])
@@ -294,6 +311,7 @@ def build_report(inputs: ReportInputs, settings: ReportSettings, out_dir: str | 
     if not timed:
         doc.append(("banner", NOT_TIMED if results else "Nothing was timed: no bench results are available."))
     bench_sections(doc, results, settings, inputs.bench, inputs.metrics("sample"))
+    library_section(doc, inputs)
     curve_sections(doc, inputs)
     kernel_db_section(doc, inputs)
     corpus_section(doc, inputs)

@@ -71,6 +71,7 @@ class ReportInputs:
     bench: str | None = None  # a bench stage folder (results.json) or a run_bench results file itself
     tokenizer: str | None = None
     sample: str | None = None
+    library: str | None = None
     stage_times: str | None = None  # Snakemake's benchmark folder: one <stage>.tsv per job
 
     def kernel_db(self, stage: str) -> dict | None:
@@ -83,7 +84,8 @@ class ReportInputs:
 
     def wall_times(self) -> list[tuple[str, float, float | None]]:
         """(stage, wall seconds, max RSS MB) of each stage Snakemake timed, in pipeline order."""
-        order = ("corpus", "tokenizer", "tune", "pretrain", "rl_general", "rl_hgemm", "sample", "bench", "report")
+        order = ("corpus", "tokenizer", "tune", "pretrain", "rl_general", "rl_hgemm", "sample", "sample_pretrained",
+                 "bench", "library", "report")
         rows = []
         folder = Path(self.stage_times) if self.stage_times else None
         for stage in order:

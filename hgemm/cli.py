@@ -22,7 +22,7 @@ from .library import Library, merge_libraries
 from .pool import compile_all, visible_gpus
 from .problem import GridError, Problem, load_grid, select_problems
 from .summary import goals_markdown, libraries_markdown, markdown
-from .tune import tune
+from .tune import seed_state, tune
 
 
 def user_error(what: str) -> SystemExit:
@@ -140,8 +140,14 @@ def cmd_tune(args) -> int:
         # on a CPU a tune compiles every shortlisted variant for minutes and then keeps none: say so at once
         raise user_error("tune needs a GPU: it keeps the fastest verified kernel, and no GPU is visible "
                          "(compile-only checks: hgemm check FILE...)")
-    table = tune(problems, args.out, options, args.tiles, args.arch,
-                 state_dir=Path(args.out) / "progress" if args.resume or args.max_seconds else None,
+    state_dir = Path(args.out) / "progress" if args.resume or args.max_seconds or args.resume_from else None
+    if args.resume_from:
+        try:
+            seeded = seed_state(state_dir, args.resume_from)
+        except UnreadableFile as e:
+            raise user_error(str(e)) from None
+        print(f"{seeded} shapes' results from {args.resume_from} (reused where today's settings match)")
+    table = tune(problems, args.out, options, args.tiles, args.arch, state_dir=state_dir,
                  max_seconds=args.max_seconds, beside=Library(args.beside) if args.beside else None)
     print((Path(args.out) / "summary.md").read_text())
     print(f"{len(table['entries'])} of {len(problems)} shapes have a verified kernel; table in {args.out}/table.json")
@@ -234,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="distinct tile shapes per family and shape to time")
     t.add_argument("--resume", action="store_true",
                    help="save each shape's result in OUT/progress and skip shapes saved under the same settings")
+    t.add_argument("--resume-from", dest="resume_from", default=None, metavar="FOLDER",
+                   help="also reuse an earlier tune folder's results (its settings.json and bench.json[.gz]) where "
+                        "today's settings match (implies --resume)")
     t.add_argument("--beside", default=None,
                    help="a library folder whose kernel for each shape is timed in the same run, for comparison")
     t.add_argument("--max-seconds", type=float, default=None,

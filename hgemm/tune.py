@@ -39,7 +39,7 @@ from .candidate import parse_spec
 from .compile import detect_arch
 from .entry import EvalOptions
 from .envinfo import environment
-from .files import config_hash, write_json
+from .files import UnreadableFile, config_hash, read_user_text, write_json
 from .library import Library
 from .params import operand_shape
 from .pool import compile_all
@@ -131,6 +131,28 @@ def _saved(state_dir: Path | None, problem: Problem, settings: str) -> dict | No
         return None
     record = json.loads(path.read_text())
     return record["result"] if record.get("settings") == settings else None
+
+
+def seed_state(state_dir: str | Path, folder: str | Path) -> int:
+    """Saved per-shape results for a resumed tune, from an earlier tune's folder as committed: its
+    settings.json (the settings each shape was measured under) and bench.json or bench.json.gz (the
+    results). A shape already saved in state_dir is left alone; the tune reuses a seeded result only
+    where its settings are today's (same options, arch and candidate texts), so a seed from a tune of
+    other kernels is measured again. Returns how many shapes were seeded."""
+    folder, state = Path(folder), Path(state_dir)
+    settings = json.loads(read_user_text(folder / "settings.json"))
+    bench = next((folder / n for n in ("bench.json", "bench.json.gz") if (folder / n).is_file()), None)
+    if bench is None:
+        raise UnreadableFile(f"{folder}: no bench.json or bench.json.gz to resume from")
+    state.mkdir(parents=True, exist_ok=True)
+    seeded = 0
+    for pr in json.loads(read_user_text(bench)).get("problems", []):
+        key = Problem.from_dict(pr["problem"]).key
+        path = state / f"{key}.json"
+        if key in settings and not path.is_file():
+            write_json(path, {"settings": settings[key], "result": pr})
+            seeded += 1
+    return seeded
 
 
 def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | None = None,

@@ -51,11 +51,13 @@ retune)
   tail -3 results/retune/beside.md
   ;;
 sample)
-  # resumable like retune (carry results/sample_tune). Then the tuned shapes merged with benchmarks/tune
+  # goes on from benchmarks/sample_tune's saved results where the settings still match (and resumable
+  # like retune: carry results/sample_tune). Then the tuned shapes merged with benchmarks/tune
   # and both libraries timed side by side on the held-out part, in two calls of bench so that a slow part
   # keeps the other's results
   timeout "${TUNE_LIMIT:-420}" python3 -m hgemm.cli tune --grid configs/grids/sample_fit.yaml --out results/sample_tune \
-    --tiles 1 --beside benchmarks/tune --max-seconds "${TUNE_SECONDS:-330}" > "$OUT/sample_tune.log" 2>&1
+    --tiles 1 --beside benchmarks/tune --resume-from benchmarks/sample_tune --max-seconds "${TUNE_SECONDS:-330}" \
+    > "$OUT/sample_tune.log" 2>&1
   echo "sample tune: rc $?"
   tar czf "$OUT/sample_tune.tgz" results/sample_tune
   tail -1 results/sample_tune/beside.md

@@ -227,3 +227,27 @@ def test_libraries_benched_together_are_named_by_folder_and_run_their_own_choice
     assert select(small, "a:big") and select(small, "b:big") and not select(small, "b:nn_only")
     named, _ = library_candidates([str(a)], [big])
     assert [n for n, _ in named] == ["library:big"]  # one library: the usual name
+
+
+def test_a_tune_resumes_from_a_committed_folder_where_the_settings_still_match(tmp_path):
+    from hgemm.entry import EvalOptions
+    from hgemm.tune import seed_state, tune
+
+    kept, other = Problem(64, 64, 64), Problem(128, 64, 96)
+    options = EvalOptions(reps=1, baselines=("cublas",))
+    first = tmp_path / "first"
+    tune([kept, other], first, options, tiles_per_family=1, arch="sm_90a", progress=False, state_dir=first / "progress")
+    # the folder as committed: settings.json beside a bench.json holding measured results
+    committed = tmp_path / "committed"
+    committed.mkdir()
+    settings = json.loads((first / "progress" / "settings.json").read_text())
+    settings[other.key] = "measured under other candidates"
+    (committed / "settings.json").write_text(json.dumps(settings))
+    (committed / "bench.json").write_text(json.dumps({"problems": [
+        saved_result(kept, {"reference_mma_sync": 5.0}), saved_result(other, {"reference_mma_sync": 6.0})]}))
+    state = tmp_path / "again" / "progress"
+    assert seed_state(state, committed) == 2
+    assert seed_state(state, committed) == 0  # already there: left alone
+    table = tune([kept, other], tmp_path / "again", options, tiles_per_family=1, arch="sm_90a", progress=False,
+                 state_dir=state)
+    assert set(table["entries"]) == {kept.key}  # the other was measured under other settings: to measure again

@@ -5,7 +5,7 @@
 #   bash scripts/gpu_rl_runs.sh 1    corpus, tokenizer, pretrain, tune (~290 s)
 #   bash scripts/gpu_rl_runs.sh 2    rl_general (~470 s: 360 s of training, two probes)
 #   bash scripts/gpu_rl_runs.sh 3    rl_hgemm (~500 s: 270 s of training, then both models probed)
-#   bash scripts/gpu_rl_runs.sh 4    sample, bench, report (~170 s)
+#   bash scripts/gpu_rl_runs.sh 4    sample (both models), bench, library, report
 #   bash scripts/gpu_rl_runs.sh pretrain   corpus, tokenizer, pretrain only (does the model write the format?)
 # Each run writes $OUT/snakemake_<phase>.log and packs results/gpu-rl (no weights) into $OUT/rl_<phase>.tgz.
 source scripts/gpu_env.sh

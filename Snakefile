@@ -66,13 +66,14 @@ def config_file(*keys):
     return value
 
 
-def config_folder_files(keys, name):
-    """`name` in each folder a list setting names (e.g. every corpus.tuned library's table.json), as
-    rule inputs; a missing one stops the run here, naming the setting, like config_file."""
+def config_files(keys, name=None):
+    """The files a list setting names (e.g. corpus.tuned_exclude_grids), or `name` in each folder it
+    names (every corpus.tuned library's table.json), as rule inputs; a missing one stops the run here,
+    naming the setting, like config_file."""
     value = config
     for key in keys:
         value = value.get(key) if isinstance(value, dict) else None
-    files = [f"{folder}/{name}" for folder in value or []]
+    files = [f"{entry}/{name}" if name else entry for entry in value or []]
     for path in files:
         if not Path(path).is_file():
             raise WorkflowError(f"{'.'.join(keys)}: {path} does not exist")

@@ -127,9 +127,9 @@ def cmd_merge(args) -> int:
             raise user_error(f"{path}: not a tuned library (no table.json)")
     try:
         table = merge_libraries(args.libraries, args.out)
-    except ValueError as e:
-        raise user_error(str(e)) from None
-    sources = Counter(e["source"] for e in table["entries"].values())
+    except (ValueError, OSError, KeyError) as e:  # clashing kernels, a kernel file the table names missing
+        raise user_error(f"merge: {e}") from None
+    sources = Counter(e["from"] for e in table["entries"].values())
     print(f"{args.out}: {len(table['entries'])} shapes ({', '.join(f'{n} from {s}' for s, n in sources.items())})")
     return 0
 
@@ -144,8 +144,8 @@ def cmd_tune(args) -> int:
     if args.resume_from:
         try:
             seeded = seed_state(state_dir, args.resume_from)
-        except UnreadableFile as e:
-            raise user_error(str(e)) from None
+        except (UnreadableFile, json.JSONDecodeError, KeyError) as e:
+            raise user_error(f"--resume-from {args.resume_from}: not a tune folder to resume from ({e})") from None
         print(f"{seeded} shapes' results from {args.resume_from} (reused where today's settings match)")
     table = tune(problems, args.out, options, args.tiles, args.arch, state_dir=state_dir,
                  max_seconds=args.max_seconds, beside=Library(args.beside) if args.beside else None)
@@ -257,8 +257,9 @@ def main(argv: list[str] | None = None) -> int:
 
     m = sub.add_parser("summarize", help="the Markdown summary (or the library's per-class goals) of an existing results JSON")
     m.add_argument("results", nargs="+", help="results JSON of hgemm bench (or parts of one), or a library's bench.json")
-    m.add_argument("--goals", action="store_true", help="the per-class goals table with each miss (goals.md)")
-    m.add_argument("--libraries", default=None, metavar="A,B",
+    what = m.add_mutually_exclusive_group()
+    what.add_argument("--goals", action="store_true", help="the per-class goals table with each miss (goals.md)")
+    what.add_argument("--libraries", default=None, metavar="A,B",
                    help="only the side-by-side table of libraries benched together (hgemm bench --library A --library B)")
     m.add_argument("--out", default=None, help="write the Markdown here as well as printing it")
     m.set_defaults(fn=cmd_summarize)

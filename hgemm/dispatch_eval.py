@@ -12,9 +12,9 @@ Rules (each picks among the kernels that won some other shape and fit s: layout,
   batch), what hgemm.library.Library.lookup does;
 - nearest_aligned: the same distance plus a penalty where the two shapes differ in whether an
   operand's rows are 16-byte aligned (TMA's condition) or are a 128-byte multiple;
-- measured: every candidate kernel scored by its measured slowdown against the winner on the k
-  nearest shapes where the tune timed it (weighted by 1 / (1 + distance)); the lowest estimate wins,
-  ties to the nearer winner.
+- measured: every kernel that won another shape, scored by its measured slowdown against the winner
+  on the 8 nearest shapes (alignment-aware distance, weighted by 1 / (1 + distance); a shape whose
+  tune did not time it counts as UNTIMED_SLOWDOWN); the lowest score wins.
 
     python -m hgemm.dispatch_eval benchmarks/tune benchmarks/sample_tune --out benchmarks/dispatch/loo.json
 """
@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +89,7 @@ class Rules:
         self.texts = texts
         self._candidates: dict[str, Candidate] = {}
         self._fits: dict[tuple[str, str], bool] = {}
+        self._wins = Counter(s.winner for s in shapes)
 
     def fits(self, name: str, p: Problem) -> bool:
         key = (name, p.key)
@@ -116,7 +118,9 @@ class Rules:
             return None
         if rule == "measured":
             near = self._others(shape, _aligned_distance)[:NEIGHBOURS]
-            candidates = dict.fromkeys(n for _, o in near for n in o.times if n in self.texts and self.fits(n, p))
+            # kernels that won some other shape (the left-out shape's own winner only if it won another too)
+            candidates = dict.fromkeys(n for _, o in near for n in o.times
+                                       if self._wins[n] > (n == shape.winner) and self.fits(n, p))
             best, best_score = None, math.inf
             for name in candidates:
                 # a neighbour whose tune did not time the kernel (its estimate ranked it out) counts as
@@ -172,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         shapes, texts = load_shapes(args.libraries)
-    except (FileNotFoundError, KeyError, json.JSONDecodeError) as e:
+    except (OSError, KeyError, ValueError) as e:  # ValueError: bad JSON, a file that is not gzip
         print(f"error: {e}", file=sys.stderr)
         return 2
     result = evaluate(shapes, texts)

@@ -2,7 +2,8 @@
 in hgemm/ops.py, launches it).
 
 Lookup order for a problem: the exact shape in the table; else the nearest tuned shape of the same
-layout (distance in log M, log N, log K, log batch) whose kernel supports the shape; else the safe
+layout (distance in log M, log N, log K, log batch) whose kernel supports the shape, among the seed
+families' entries (a model's kernel serves only the shape it was verified and timed on); else the safe
 generic kernel (the table's fallback). Every family kernel is correct for any M, N, K (predicated edge
 tiles), so a nearest-bucket kernel is slower at worst, never wrong; its launch spec is still checked
 against the shape before it is used.
@@ -62,8 +63,9 @@ class Library:
         entry = self.entries.get(problem.key)
         if entry and self._fits(self.candidate(entry["kernel"]), problem):
             return Choice(entry["kernel"], self.candidate(entry["kernel"]), "exact")
-        tuned = sorted((log_distance(problem, Problem.from_key(k)), k) for k in self.entries
-                       if k.endswith("_" + problem.layout))
+        # a model's kernel (source "model", stages.library) was verified on its own shape only: exact hits
+        tuned = sorted((log_distance(problem, Problem.from_key(k)), k) for k, e in self.entries.items()
+                       if k.endswith("_" + problem.layout) and e.get("source") != "model")
         for _, key in tuned:
             name = self.entries[key]["kernel"]
             if self._fits(self.candidate(name), problem):
@@ -102,30 +104,45 @@ def tma_compatible(cand: Candidate, problem: Problem) -> bool:
 def merge_libraries(folders: list[str | Path], out_dir: str | Path) -> dict:
     """One library from several tune folders: every tuned shape of any of them, and where two tuned the
     same shape, the entry with the higher speedup over its run's strongest baseline (each run measures
-    its own baselines, so the ratio, not the time, is compared). The fallback is the first folder's.
-    Writes table.json and kernels/ under out_dir; returns the table."""
+    its own baselines, so the ratio, not the time, is compared); each entry says which folder it came
+    from (`from`). The fallback, the environment and the arch are the first folder's. Writes table.json
+    and kernels/ (the entries' kernels, their timed reference kernels and the fallback; nothing else)
+    under out_dir; returns the table."""
     if not folders:
         raise ValueError("merge needs at least one library folder")
     out = Path(out_dir)
-    (out / "kernels").mkdir(parents=True, exist_ok=True)
     tables = [(Path(f), json.loads((Path(f) / "table.json").read_text())) for f in folders]
     entries: dict[str, dict] = {}
     for folder, table in tables:
         for key, entry in table.get("entries", {}).items():
             kept = entries.get(key)
             if kept is None or (entry.get("speedup_vs_best") or 0) > (kept.get("speedup_vs_best") or 0):
-                entries[key] = dict(entry, source=str(folder))
-    fallback_folder, first = tables[0]
-    merged = {"arch": first.get("arch"), "entries": dict(sorted(entries.items())), "fallback": first["fallback"],
-              "merged_from": [str(f) for f, _ in tables], "pending": sorted({k for _, t in tables
-                                                                             for k in t.get("pending", [])} - set(entries))}
-    wanted = {(Path(e["source"]), e["kernel"]) for e in entries.values()} | {(fallback_folder, first["fallback"])}
-    for folder, name in wanted:
-        text = (folder / "kernels" / f"{name}.cu").read_text()
-        target = out / "kernels" / f"{name}.cu"
-        if target.is_file() and target.read_text() != text:
+                entries[key] = dict(entry, **{"from": str(folder)})
+    first_folder, first = tables[0]
+    merged = {"arch": first.get("arch"), "gpu_run": first.get("gpu_run"), "env": first.get("env"),
+              "entries": dict(sorted(entries.items())), "fallback": first["fallback"],
+              "merged_from": [str(f) for f, _ in tables],
+              "pending": sorted({k for _, t in tables for k in t.get("pending", [])} - set(entries))}
+    texts: dict[str, str] = {}
+
+    def take(folder: Path, name: str, required: bool = True) -> None:
+        path = folder / "kernels" / f"{name}.cu"
+        if not required and not path.is_file():
+            return  # a reference kernel the folder did not keep: Library.measured leaves it out too
+        text = path.read_text()
+        if texts.setdefault(name, text) != text:
             raise ValueError(f"two libraries hold different kernels named {name}")
-        target.write_text(text)
+
+    for e in entries.values():
+        take(Path(e["from"]), e["kernel"])
+        for name in e.get("references") or {}:
+            take(Path(e["from"]), name, required=False)
+    take(first_folder, first["fallback"])
+    (out / "kernels").mkdir(parents=True, exist_ok=True)
+    for stale in (out / "kernels").glob("*.cu"):  # left by an earlier merge into this folder
+        stale.unlink()
+    for name, text in texts.items():
+        (out / "kernels" / f"{name}.cu").write_text(text)
     (out / "table.json").write_text(json.dumps(merged, indent=1))
     return merged
 

@@ -9,11 +9,11 @@ Keys listed in `exclude` (grid files) are never drawn: a held-out sample stays d
 that tune the library and prompt the policy.
 
     python -m hgemm.shape_sample --n 320 --seed 1 --out configs/grids/sample.yaml
+    python -m hgemm.shape_sample --n 48 --seed 2 --exclude configs/grids/sample.yaml \\
+        configs/grids/default.yaml --out configs/grids/heldout.yaml
 
 With --split-every E, the same draw is split in two files: every E-th shape of each kind goes to
 --heldout-out, the rest to --out. A dispatch rule is fitted on the first and judged on the second.
-    python -m hgemm.shape_sample --n 48 --seed 2 --exclude configs/grids/sample.yaml \\
-        configs/grids/default.yaml --out configs/grids/heldout.yaml
 """
 
 from __future__ import annotations

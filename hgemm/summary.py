@@ -245,7 +245,7 @@ def beside_markdown(table: dict) -> str:
     ratios = [e["beside"]["time_ratio"] for _, e in rows]
     lines += ["", f"{len(rows)} shapes timed beside the current kernel"
               + (f": new / current geomean {geomean(ratios):.4f}, worst {max(ratios):.4f}, "
-                 f"{sum(r <= 1.02 for r in ratios)} within 2%." if rows else ".")]
+                 f"{sum(r <= 1.02 for r in ratios)} at most 2% slower." if rows else ".")]
     if unmeasured:
         lines.append(f"Without a timed current kernel: {', '.join(unmeasured)}.")
     return "\n".join(lines) + "\n"

@@ -185,9 +185,10 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
         wanted[p].add(name)  # timed whatever its resource report: it is the kernel the winner would replace
     # what a saved result depends on: the options, the arch and the candidates' texts
     settings = {p: config_hash([options.to_dict(), arch, sorted((n, union[n]) for n in wanted[p])]) for p in problems}
-    if state:
-        # which settings each problem is measured under: a result saved under others is measured again
-        write_json(state / "settings.json", {p.key: settings[p] for p in problems})
+    # which settings each problem is measured under: a result saved under others is measured again; beside
+    # bench.json too, so that the folder as committed can seed another tune (seed_state)
+    for folder in ([state] if state else []) + [out_dir]:
+        write_json(folder / "settings.json", {p.key: settings[p] for p in problems})
     done = {p: r for p in problems if (r := _saved(state, p, settings[p])) is not None}
     todo = [p for p in problems if p not in done]
     started, results = time.monotonic(), None

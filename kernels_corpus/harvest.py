@@ -340,8 +340,8 @@ def harvest_tuned(folders: list[str], exclude_keys: set[str], contrasts: int,
             problem = Problem.from_key(key, entry.get("shape_class", "adhoc"))
             others = sorted((s, n) for n, s in measured.get(key, {}).items()
                             if n in renders and n != entry["kernel"] and s < entry["speedup_vs_best"])
-            picks = [others[round(i * (len(others) - 1) / max(1, contrasts - 1))]
-                     for i in range(min(contrasts, len(others)))]
+            n = min(contrasts, len(others))
+            picks = [others[round(i * (len(others) - 1) / max(1, n - 1))] for i in range(n)]
             context = [(renders[n][0].render(renders[n][1]), s) for s, n in dict.fromkeys(picks)]
             if not context:
                 references = {n: s for n, s in (entry.get("references") or {}).items() if n in stored}

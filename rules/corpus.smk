@@ -2,8 +2,8 @@
 rule corpus:
     input:
         config=stage_config("corpus"),
-        tuned=config_folder_files(("corpus", "tuned"), "table.json"),
-        held_out=config["corpus"]["tuned_exclude_grids"],
+        tuned=config_files(("corpus", "tuned"), "table.json"),
+        held_out=config_files(("corpus", "tuned_exclude_grids")),
     output:
         metrics=out("corpus", "metrics.json"),
         stats=report(out("corpus", "stats.md"), category="Corpus"),

@@ -2,6 +2,7 @@
 rule rl_general:
     input:
         config=stage_config("rl_general"),
+        corpus=out("corpus", "metrics.json"),
         model=out("pretrain", "metrics.json"),
     output:
         # The stage builds its outputs in a staging folder and swaps the whole folder in at the end. update():
@@ -12,6 +13,7 @@ rule rl_general:
         curves=update(out("rl_general", "curves.json")),
         kernels=update(out("rl_general", "kernels.sqlite")),
     params:
+        corpus=out("corpus"),
         model=out("pretrain"),
         work=f"{WORK}/rl_general",
         out=out("rl_general"),
@@ -24,4 +26,4 @@ rule rl_general:
         bench_file("rl_general")
     shell:
         "python -m stages.rl_general --config {input.config} --model {params.model} --work {params.work}"
-        " --out {params.out} > {log} 2>&1"
+        " --corpus {params.corpus} --out {params.out} > {log} 2>&1"

@@ -3,6 +3,7 @@
 rule rl_hgemm:
     input:
         config=stage_config("rl_hgemm"),
+        corpus=out("corpus", "metrics.json"),
         model=out("rl_general", "metrics.json"),
         library=out("tune", "metrics.json"),
         grid=config_file("rl_hgemm", "shapes", "grid"),
@@ -17,6 +18,7 @@ rule rl_hgemm:
         heldout=update(out("rl_hgemm", "heldout.json")),
         kernels=update(out("rl_hgemm", "kernels.sqlite")),
     params:
+        corpus=out("corpus"),
         model=out("rl_general"),
         library=out("tune"),
         work=f"{WORK}/rl_hgemm",
@@ -30,4 +32,4 @@ rule rl_hgemm:
         bench_file("rl_hgemm")
     shell:
         "python -m stages.rl_hgemm --config {input.config} --model {params.model} --library {params.library}"
-        " --work {params.work} --out {params.out} > {log} 2>&1"
+        " --work {params.work} --corpus {params.corpus} --out {params.out} > {log} 2>&1"

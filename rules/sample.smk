@@ -2,6 +2,7 @@
 rule sample:
     input:
         config=stage_config("sample"),
+        corpus=out("corpus", "metrics.json"),
         grid=config_file("sample", "grid"),
         model=out("rl_hgemm", "metrics.json"),
         heldout=out("rl_hgemm", "heldout.json"),
@@ -10,6 +11,7 @@ rule sample:
         metrics=out("sample", "metrics.json"),
         samples=out("sample", "samples.jsonl"),
     params:
+        corpus=out("corpus"),
         model=out("rl_hgemm"),
         library=out("tune"),
         out=out("sample"),
@@ -22,7 +24,7 @@ rule sample:
         bench_file("sample")
     shell:
         "python -m stages.sample --config {input.config} --model {params.model} --heldout {input.heldout}"
-        " --library {params.library} --out {params.out} > {log} 2>&1"
+        " --library {params.library} --corpus {params.corpus} --out {params.out} > {log} 2>&1"
 
 
 # The same prompts from the pretrained model: what bench compares the final model's kernels with, so that
@@ -30,6 +32,7 @@ rule sample:
 rule sample_pretrained:
     input:
         config=stage_config("sample"),
+        corpus=out("corpus", "metrics.json"),
         grid=config_file("sample", "grid"),
         model=out("pretrain", "metrics.json"),
         heldout=out("rl_hgemm", "heldout.json"),
@@ -38,6 +41,7 @@ rule sample_pretrained:
         metrics=out("sample_pretrained", "metrics.json"),
         samples=out("sample_pretrained", "samples.jsonl"),
     params:
+        corpus=out("corpus"),
         model=out("pretrain"),
         library=out("tune"),
         out=out("sample_pretrained"),
@@ -50,4 +54,4 @@ rule sample_pretrained:
         bench_file("sample_pretrained")
     shell:
         "python -m stages.sample --config {input.config} --model {params.model} --heldout {input.heldout}"
-        " --library {params.library} --out {params.out} > {log} 2>&1"
+        " --library {params.library} --corpus {params.corpus} --out {params.out} > {log} 2>&1"

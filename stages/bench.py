@@ -9,12 +9,12 @@ for. Held-out problems are flagged (`heldout`), and summary.md gives them their 
 against the strongest baseline and the library, and the share where the model beats the library.
 
 Each shape gets its own contenders, through hgemm.bench.run_bench's `select`: `model`
-(stages.sample's best/<key>.cu, when it kept one), `before` (with --before: the best kernel the same
-prompts drew from the pretrained model) and `library` (what hgemm.library dispatches the shape to:
+(stages.sample's best/<key>.cu, when it kept one), `before` (with --before, on the held-out shapes: the
+best kernel the same prompts drew from the pretrained model) and `library` (what hgemm.library dispatches the shape to:
 exact tuned entry, nearest, or fallback). With `before`, summary.md and metrics.json say what RL
 changed on the held-out shapes: the geomean of the before / after time, with a bootstrap interval.
 In results.json each problem names them by role, so the summaries compare roles across shapes.
-On a CPU both are compiled, nothing is run, and summary.md and metrics.json say so.
+On a CPU the contenders are compiled, nothing is run, and summary.md and metrics.json say so.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from hgemm.report.tables import before_after, before_after_rows, before_after_ta
 from hgemm.summary import geomean, markdown
 from stages.common import atomic_write_text, write_json, write_metrics
 from stages.config_schema import load_settings
+from training.best_of_k import sampled_kernels
 
 log = logging.getLogger("stages.bench")
-ROLES = ("model", "before", "library")
 
 
 @dataclass
@@ -50,19 +50,6 @@ class BenchSettings:
     baselines: list | None  # null: the harness's default baselines
     timing_method: str  # hgemm.timing: spin_batch | sustained | events
     arch: str | None  # nvcc target (null: the GPU's)
-
-
-def sampled_kernels(samples_dir: str | Path) -> dict[str, tuple[Problem, str]]:
-    """shape key -> (problem, kernel text) of the sample stage's best candidates."""
-    samples_dir = Path(samples_dir)
-    index = samples_dir / "best.json"
-    best = json.loads(index.read_text()) if index.exists() else {}
-    out = {}
-    for key, entry in best.items():
-        path = samples_dir / entry.get("file", f"best/{key}.cu")
-        if path.exists():
-            out[key] = (Problem.from_dict(entry["problem"]), path.read_text())
-    return out
 
 
 def library_choice(library_dir: str | Path):
@@ -99,9 +86,10 @@ def bench_problems(settings: BenchSettings, sampled: dict[str, tuple[Problem, st
 def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: bool = True,
         before_dir: str | None = None) -> dict:
     sampled = sampled_kernels(samples_dir)
-    before = sampled_kernels(before_dir) if before_dir else {}
     heldout = heldout_evaluated(samples_dir)
     held_keys = {p.key for p in heldout}
+    # the pretrained model's kernels are compared on the held-out shapes only: those the report judges
+    before = {k: v for k, v in sampled_kernels(before_dir).items() if k in held_keys} if before_dir else {}
     choose = library_choice(library_dir)
     problems = bench_problems(settings, sampled, heldout)
     named: dict[str, str] = {}  # unique candidate name -> text: each kernel compiles once
@@ -121,7 +109,7 @@ def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: b
             named[roles["library"]] = lib[1]
         contenders[p.key] = roles
         sources[p.key] = {"model": f"best/{p.key}.cu" if "model" in roles else None,
-                          "before": f"best/{p.key}.cu" if "before" in roles else None,
+                          "before": str(Path(before_dir) / "best" / f"{p.key}.cu") if "before" in roles else None,
                           "library": lib[0] if lib else None, "library_choice": lib[2] if lib else None}
     options = EvalOptions(reps=settings.reps, timing_method=settings.timing_method)
     if settings.baselines:

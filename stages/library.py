@@ -22,6 +22,7 @@ from hgemm.library import owned_entries, write_with_entries
 from hgemm.summary import geomean
 from stages.common import atomic_write_text, write_metrics
 from stages.config_schema import load_settings
+from training.best_of_k import sampled_kernels
 
 
 @dataclass
@@ -65,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     results = json.loads((Path(args.bench) / "results.json").read_text())
     owned = owned_entries(results, settings.own_margin)
-    kernels = {e["kernel"]: (Path(args.samples) / "best" / f"{key}.cu").read_text() for key, e in owned.items()}
+    sampled = sampled_kernels(args.samples)  # the texts bench timed as `model`
+    kernels = {e["kernel"]: sampled[key][1] for key, e in owned.items()}
     out = Path(args.out)
     (out / "metrics.json").unlink(missing_ok=True)
     table = write_with_entries(args.tune, owned, kernels, out)

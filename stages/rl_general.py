@@ -26,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="experiment config with an 'rl_general' section (configs/default.yaml), or YAML with its "
                         "tasks/judge/reward/grpo/probe sections; repeatable: each file laid over the one before")
     p.add_argument("--model", required=True, help="model folder to start from (stages.pretrain's --out: model + tokenizer)")
+    p.add_argument("--corpus", default=None,
+                   help="corpus stage folder (dataset/): the curve verbatim_rate counts completions that recite it")
     p.add_argument("--work", required=True,
                    help="resumable state (checkpoints, TensorBoard logs, the kernel DB while training): an unfinished "
                         "run with the same settings and inputs resumes; other state is moved aside to <work>.previous")
@@ -41,7 +43,7 @@ def main(argv=None) -> None:
     from training.rl_general import GeneralRL, RLGeneralSettings  # torch, transformers, TRL: after --help
 
     settings = load_settings(RLGeneralSettings, STAGE, args.config, args.set, PROG)
-    metrics = run_training(GeneralRL(settings, args.model, args.work, args.out), args.work, args.out)
+    metrics = run_training(GeneralRL(settings, args.model, args.work, args.out, args.corpus), args.work, args.out)
     print(json.dumps({k: metrics[k] for k in ("reward_scope", "phases", "status_counts", "wall_time_s")}, indent=2))
 
 

@@ -28,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="model folder to start from (stages.rl_general's --out)")
     p.add_argument("--library", default=None,
                    help="seed library folder (table.json + kernels/<name>.cu) for contrastive context; may be missing or empty")
+    p.add_argument("--corpus", default=None,
+                   help="corpus stage folder (dataset/): the curve verbatim_rate counts completions that recite it")
     p.add_argument("--work", required=True,
                    help="resumable state (checkpoints, TensorBoard logs, the kernel DB while training): an unfinished "
                         "run with the same settings and inputs resumes; other state is moved aside to <work>.previous")
@@ -43,7 +45,7 @@ def main(argv=None) -> None:
     from training.rl_hgemm import HgemmRL, RLHgemmSettings  # torch, transformers, TRL: after --help
 
     settings = load_settings(RLHgemmSettings, STAGE, args.config, args.set, PROG)
-    metrics = run_training(HgemmRL(settings, args.model, args.library, args.work, args.out), args.work, args.out)
+    metrics = run_training(HgemmRL(settings, args.model, args.library, args.work, args.out, args.corpus), args.work, args.out)
     print(json.dumps({k: metrics[k] for k in ("reward_scope", "phases", "best_kernels", "status_counts", "wall_time_s")},
                      indent=2))
 

@@ -18,6 +18,7 @@ import logging
 from pathlib import Path
 
 from hgemm.problem import GridError
+from kernels_corpus.verbatim import CorpusKernels
 from stages.common import write_metrics
 from stages.config_schema import load_settings
 from training.best_of_k import SampleSettings, context_prompter, evaluation_problems, model_generator, run_sample
@@ -33,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
                          "settings; repeatable: each file laid over the one before")
     ap.add_argument("--model", required=True, help="final model folder (rl_hgemm output: model and tokenizer)")
     ap.add_argument("--heldout", default=None, help="rl_hgemm's heldout.json: shapes held out of training")
+    ap.add_argument("--corpus", default=None,
+                    help="corpus stage folder (dataset/): count the candidates that recite a corpus kernel")
     ap.add_argument("--library", default=None, help="seed library folder (stages.tune output), for context")
     ap.add_argument("--kernels-db", default=None, help="kernel database for context (default: MODEL/kernels.sqlite)")
     ap.add_argument("--out", required=True,
@@ -53,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{PROG}: {args.heldout}: not JSON (line {e.lineno}: {e.msg})") from None
     (Path(args.out) / "metrics.json").unlink(missing_ok=True)  # a stale one would claim this run finished
     prompter = context_prompter(settings, args.model, args.library, heldout, args.kernels_db) if settings.context else None
-    metrics = run_sample(settings, model_generator(args.model, settings), args.heldout, args.out, prompter=prompter)
+    verbatim = CorpusKernels.from_dataset(args.corpus) if args.corpus else None
+    metrics = run_sample(settings, model_generator(args.model, settings), args.heldout, args.out, prompter=prompter,
+                         verbatim=verbatim)
     write_metrics(args.out, metrics)
     print(f"sample: {metrics['samples']} candidates over {metrics['shapes']} shapes, statuses {metrics['statuses']}"
           f"{'' if metrics['timed'] else ' (compiled only, nothing timed)'} -> {args.out}")

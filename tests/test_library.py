@@ -159,7 +159,7 @@ def test_a_tune_beside_a_library_times_its_kernel_for_each_shape_and_never_picks
     assert entry["beside"] == {"kernel": "big", "status": "ok", "time_us": 100.0, "time_ratio": 2.0}
     beside = (tmp_path / "lib" / "beside.md").read_text()
     assert "| big | 100.0 | reference_mma_sync | 200.0 | 2.000 |" in beside
-    assert "new / current geomean 2.0000, worst 2.0000, 0 within 2%" in beside
+    assert "new / current geomean 2.0000, worst 2.0000, 0 at most 2% slower" in beside
 
 
 def test_the_fallback_is_a_family_kernel_for_every_shape_and_layout_timed_on_every_shape(tmp_path):
@@ -197,12 +197,16 @@ def test_a_merge_keeps_every_shape_and_the_faster_entry_where_both_tuned_one(tmp
     b = _tuned(tmp_path / "b", {both: ("mma2", 1.1), only_b: ("mma2", 0.7)}, {"mma2": MMA.replace("mma", "mma2", 0)},
                fallback="other")
     table = merge_libraries([a, b], tmp_path / "m")
-    assert {k: (e["kernel"], e["source"]) for k, e in table["entries"].items()} == {
+    assert {k: (e["kernel"], e["from"]) for k, e in table["entries"].items()} == {
         both: ("mma2", str(b)), only_a: ("big", str(a)), only_b: ("mma2", str(b))}
     assert table["fallback"] == "generic"  # the first folder's
     lib = Library(tmp_path / "m")
     assert lib.lookup(Problem(4096, 4096, 4096)).name == "mma2" and lib.candidate(lib.fallback).source == NAIVE
     assert sorted(p.name for p in (tmp_path / "m" / "kernels").iterdir()) == ["big.cu", "generic.cu", "mma2.cu"]
+    # a second merge into the same folder, of b first: b's fallback ("other") and only what it names
+    table = merge_libraries([b, a], tmp_path / "m")
+    assert table["fallback"] == "other"
+    assert sorted(p.name for p in (tmp_path / "m" / "kernels").iterdir()) == ["big.cu", "mma2.cu", "other.cu"]
 
 
 def test_a_merge_refuses_two_different_kernels_under_one_name(tmp_path):

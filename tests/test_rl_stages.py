@@ -58,7 +58,8 @@ def tiny_model_dir(tmp_path_factory) -> str:
 
 def test_heldout_is_deterministic_and_never_trained():
     s = settings(ShapeSettings, "rl_hgemm", "shapes", grid="configs/grids/default.yaml",
-                 heldout_keys=["b1_m4096_n4096_k4096_NN"], heldout_fraction=0.2, classes=None, max_gflop=None)
+                 heldout_keys=["b1_m4096_n4096_k4096_NN"], heldout_fraction=0.2, heldout_grid=None, classes=None,
+                 max_gflop=None)
     train, heldout = split_grid(s, ROOT)
     again_train, again_heldout = split_grid(s, ROOT)
     assert [p.key for p in train] == [p.key for p in again_train] and heldout == again_heldout

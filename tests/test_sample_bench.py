@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from hgemm.problem import Problem
+from kernels_corpus.verbatim import CorpusKernels
 from configured import DEFAULT, settings
 from stages import bench as bench_stage
 from stages import sample as sample_stage
@@ -62,13 +63,16 @@ def _fake_generate(prompts, k):
 def test_run_sample_on_cpu_keeps_a_compiled_best(tmp_path):
     held = tmp_path / "heldout.json"
     held.write_text(json.dumps({"heldout": [{"M": 96, "N": 96, "K": 96, "batch": 1, "layout": "TN"}]}))
+    corpus = CorpusKernels([("reference/naive.cu", NAIVE)])  # the fake model recites it
     m = run_sample(settings(SampleSettings, "sample", grid=SMOKE_GRID, classes=["batched_small"], k=2), _fake_generate,
-                   str(held), str(tmp_path / "sample"))
+                   str(held), str(tmp_path / "sample"), verbatim=corpus)
     assert m["timed"] is False and "no GPU" in m["note"] and m["correct_rate"] is None
+    assert m["verbatim_corpus_samples"] == 2 and m["verbatim_corpus_best"] == 2
     assert m["shapes"] == 2 and m["heldout_shapes"] == 1 and m["samples"] == 4
     assert m["statuses"] == {"parse_error": 2, "compiled": 2} and m["shapes_with_best"] == 2
     records = [json.loads(line) for line in (tmp_path / "sample" / "samples.jsonl").read_text().splitlines()]
     assert [r["best"] for r in records] == [False, True, False, True]
+    assert [r["verbatim"] for r in records] == [None, "reference/naive.cu"] * 2
     assert sum(r["heldout"] for r in records) == 2
     best = json.loads((tmp_path / "sample" / "best.json").read_text())
     assert set(best) == {"b16_m64_n64_k64_NN", "b1_m96_n96_k96_TN"}
@@ -166,10 +170,12 @@ def test_sample_and_bench_stage_clis_on_cpu(tmp_path, tiny_model_dir):
                              "--no-progress"]) == 0
     by_key = {Problem.from_dict(pr["problem"]).key: pr
               for pr in json.loads((bench_out / "results.json").read_text())["problems"]}
+    # compared on the held-out shapes only
     assert set(by_key["b1_m96_n96_k96_NN"]["candidates"]) == {"before", "library"}
-    assert set(by_key["b1_m256_n256_k256_NN"]["candidates"]) == {"model", "before", "library"}
+    assert set(by_key["b1_m256_n256_k256_NN"]["candidates"]) == {"model", "library"}
+    assert by_key["b1_m96_n96_k96_NN"]["kernels"]["before"] == str(before / "best" / "b1_m96_n96_k96_NN.cu")
     metrics = json.loads((bench_out / "metrics.json").read_text())
-    assert metrics["statuses"]["before"] == {"compiled": 2} and metrics["heldout_after_vs_before_shapes"] == 0
+    assert metrics["statuses"]["before"] == {"compiled": 1} and metrics["heldout_after_vs_before_shapes"] == 0
 
 
 def test_bench_without_library_table_still_benches_the_model(tmp_path):
@@ -249,6 +255,8 @@ def test_library_stage_gives_the_model_the_shapes_it_won_by_the_margin(tmp_path)
     won, close, lost = Problem(256, 256, 256), Problem(512, 512, 512), Problem(64, 64, 64)
     for p in (won, close, lost):
         (samples / "best" / f"{p.key}.cu").write_text(NAIVE.replace("hgemm_naive", f"model_{p.M}"))
+    (samples / "best.json").write_text(json.dumps({p.key: {"problem": p.to_dict(), "file": f"best/{p.key}.cu"}
+                                                   for p in (won, close, lost)}))
 
     def pr(p, model_us, library_us):
         return {"problem": p.to_dict(), "best_baseline": "cublas", "kernels": {"library": "generic"}, "candidates": {
@@ -267,7 +275,8 @@ def test_library_stage_gives_the_model_the_shapes_it_won_by_the_margin(tmp_path)
     lib = Library(out)
     choice = lib.lookup(won)
     assert (choice.name, choice.how) == (f"model_{won.key}", "exact") and "model_256" in choice.candidate.source
-    assert lib.lookup(close).name != f"model_{close.key}"  # 1% faster is within the margin: not handed over
+    # 1% faster is within the margin: not handed over; and the model's kernel serves its own shape only
+    assert lib.lookup(close).name == "naive_fallback" and lib.lookup(Problem(255, 256, 256)).name == "naive_fallback"
     assert f"| {won.key} | 5.0 | 2.000 | generic |" in (out / "owned.md").read_text()
     # a CPU bench run timed nothing: the library is the tuned one
     (bench / "results.json").write_text(json.dumps({"gpu_run": False, "problems": []}))

@@ -129,11 +129,12 @@ def context_prompter(settings: SampleSettings, model_dir: str, library_dir: str 
 
 
 def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str | None, out_dir: str,
-               judge=None, prompter: Callable[[Problem], tuple[str, int]] | None = None) -> dict:
+               judge=None, prompter: Callable[[Problem], tuple[str, int]] | None = None, verbatim=None) -> dict:
     """Sample, judge and keep the best per shape: writes samples.jsonl (one line per candidate),
     best/<shape key>.cu, best.json and evaluated.json into out_dir; returns the metrics.
     heldout_path: rl_hgemm's heldout.json; prompter: problem -> (prompt, context examples in it), None
-    for bare prompts."""
+    for bare prompts; verbatim (kernels_corpus.verbatim.CorpusKernels): mark the candidates that are
+    corpus kernels written out again."""
     t0 = time.time()
     out = Path(out_dir)
     problems = evaluation_problems(settings, heldout_problems(heldout_path))
@@ -169,6 +170,7 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
                 "speedup_vs_best": v.get("speedup_vs_best"), "speedup_vs_cublas": v.get("speedup_vs_cublas"),
                 "time_us": r0.get("time_us"), "best_baseline": r0.get("best_baseline"),
                 "candidate": texts[start + j], "completion": completion,
+                "verbatim": verbatim.match(texts[start + j]) if verbatim is not None else None,
             })
         if chosen is not None:
             atomic_write_text(best_dir / f"{p.key}.cu", texts[start + chosen] + "\n")
@@ -200,5 +202,22 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
         "shapes_with_best": len(best),
         "best_of_k_geomean_speedup_vs_best_baseline": geomean(speedups),
         "heldout_best_of_k_geomean_speedup_vs_best_baseline": geomean(held_speedups),
+        # completions that are a corpus document's kernel, character for character (None: not checked)
+        "verbatim_corpus_samples": sum(r["verbatim"] is not None for r in records) if verbatim is not None else None,
+        "verbatim_corpus_best": (sum(r["verbatim"] is not None for r in records if r["best"])
+                                 if verbatim is not None else None),
         "wall_s": time.time() - t0,
     }
+
+
+def sampled_kernels(samples_dir: str | Path) -> dict[str, tuple[Problem, str]]:
+    """shape key -> (problem, kernel text) of a sample stage folder's best candidates (best.json, best/)."""
+    samples_dir = Path(samples_dir)
+    index = samples_dir / "best.json"
+    best = json.loads(index.read_text()) if index.exists() else {}
+    out = {}
+    for key, entry in best.items():
+        path = samples_dir / entry.get("file", f"best/{key}.cu")
+        if path.exists():
+            out[key] = (Problem.from_dict(entry["problem"]), path.read_text())
+    return out

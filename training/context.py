@@ -4,7 +4,7 @@ the nearest shapes, each shown with its measured speedup over the strongest base
 The kernels come from the kernel database (an RL run's verified kernels) and the seed library (its
 tuned winners and the kernels the tune timed on every shape: hgemm.library.measured_kernels). Only
 kernels that fit the prompt are chosen among; the tuned winners are device-header renders of 250-332
-tokens, so they fit beside a 2k-token reference kernel. Held-out shapes are never shown. rl_hgemm builds each training prompt when it is drawn
+tokens, so several fit where one 2k-token reference kernel would not. Held-out shapes are never shown. rl_hgemm builds each training prompt when it is drawn
 (`DrawnPrompts`, a datasets transform), so the context improves as training finds faster kernels; the
 sample stage prompts the final model the same way.
 """

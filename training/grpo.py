@@ -231,6 +231,7 @@ CURVE_KEYS = {
     "kernel/timeout_rate": "timeout_rate",
     "kernel/speedup_geomean": "speedup_geomean",
     "kernel/speedup_max": "speedup_max",
+    "kernel/verbatim_rate": "verbatim_rate",
     "kernel/timed": "timed",
     "kl": "kl",
     "entropy": "entropy",
@@ -317,11 +318,12 @@ def compare_phases_by_problem(evaluations: list[dict], fraction: float = 0.2) ->
 
 
 def train_and_save(model, tokenizer, dataset, grpo: dict, judge, db, reward_cfg, stage: str,
-                   work_dir: str, resumable: bool, out: Path) -> dict:
+                   work_dir: str, resumable: bool, out: Path, verbatim=None) -> dict:
     """What both RL stages train with: the kernel reward over `judge` (recording into `db`), GRPO with
     curves written to out/curves.json, the policy and tokenizer saved to `out`; judge and reward are
-    closed whatever happens. Returns train_grpo's summary without the trainer."""
-    reward = KernelReward(judge, db, reward_cfg, stage)
+    closed whatever happens; with `verbatim` (the corpus's kernels) a curve of the share of completions
+    that recite a corpus document. Returns train_grpo's summary without the trainer."""
+    reward = KernelReward(judge, db, reward_cfg, stage, verbatim=verbatim)
     try:
         summary = train_grpo(model, tokenizer, reward, dataset, grpo, work_dir, resumable,
                              curves_path=out / "curves.json")

@@ -175,8 +175,10 @@ class KernelReward:
         context_examples  (rl_hgemm only) kernels each prompt's context kept, logged as a curve
     """
 
-    def __init__(self, judge, db: KernelDB, settings: RewardSettings, stage: str, source: str = "policy"):
+    def __init__(self, judge, db: KernelDB, settings: RewardSettings, stage: str, source: str = "policy",
+                 verbatim=None):
         self.judge = judge
+        self.verbatim = verbatim  # kernels_corpus.verbatim.CorpusKernels: completions that recite the corpus
         self.db = db
         self.settings = settings
         self.stage = stage
@@ -206,6 +208,8 @@ class KernelReward:
         rewards = [verdict_reward(v, self.settings, t) for v, t in zip(verdicts, texts)]
         self._record(texts, plists, verdicts, rewards, problem_key, shape_class, step)
         metrics = batch_metrics(verdicts, rewards, timed=bool(self.judge.gpu))
+        if self.verbatim is not None:
+            metrics["kernel/verbatim_rate"] = sum(self.verbatim.match(t) is not None for t in texts) / (len(texts) or 1)
         if context_examples:  # rl_hgemm's contrastive prompts
             metrics |= context_metrics(verdicts, context_examples, timed=bool(self.judge.gpu))
         self.last_metrics = metrics

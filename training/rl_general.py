@@ -24,6 +24,7 @@ from datasets import Dataset
 
 from hgemm.problem import TaskProblem
 from kernels_corpus.tasks import get_task, load_tasks
+from kernels_corpus.verbatim import CorpusKernels
 from training.grpo import (
     JudgeSettings,
     check_grpo_section,
@@ -138,8 +139,10 @@ class GeneralRL:
     """One rl_general run (stages.common.TrainingJob). Built from the settings, it resolves the tasks (a
     bad task name fails before any state is touched); `run` probes, trains and returns the metrics."""
 
-    def __init__(self, settings: RLGeneralSettings, model_dir: str, work_dir: str, out_dir: str):
+    def __init__(self, settings: RLGeneralSettings, model_dir: str, work_dir: str, out_dir: str,
+                 corpus_dir: str | None = None):
         self.settings, self.model_dir, self.work_dir, self.out_dir = settings, model_dir, work_dir, out_dir
+        self.corpus_dir = corpus_dir  # for the verbatim-recitation curve; None: no such curve
         self.wall_start = time.perf_counter()
         self.pairs = task_problems(settings.tasks)
         self.resume_settings = {"grpo": grpo_resume_settings(settings.grpo), "tasks": asdict(settings.tasks),
@@ -163,8 +166,9 @@ class GeneralRL:
 
         before = probe(self.model_dir)
         judge = s.judge.make_judge()
+        verbatim = CorpusKernels.from_dataset(self.corpus_dir) if self.corpus_dir else None
         summary = train_and_save(model, tokenizer, dataset, s.grpo, judge, db, s.reward, STAGE, self.work_dir,
-                                 resumable, out)
+                                 resumable, out, verbatim=verbatim)
         after = probe(str(out))
         if after:
             after["model"] = str(self.out_dir)  # where the trained model is published

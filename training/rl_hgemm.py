@@ -38,6 +38,7 @@ from datasets import Dataset
 from hgemm.files import write_json
 from hgemm.library import measured_kernels
 from hgemm.problem import Problem
+from kernels_corpus.verbatim import CorpusKernels
 from training.context import ContextSettings, ContrastivePrompts, DrawnPrompts
 from training.grpo import (
     JudgeSettings,
@@ -125,8 +126,9 @@ class HgemmRL:
     shape setting fails before any state is touched); `run` trains, probes and returns the metrics."""
 
     def __init__(self, settings: RLHgemmSettings, model_dir: str, library_dir: str | None, work_dir: str,
-                 out_dir: str):
+                 out_dir: str, corpus_dir: str | None = None):
         self.settings, self.model_dir, self.library_dir = settings, model_dir, library_dir
+        self.corpus_dir = corpus_dir  # for the verbatim-recitation curve; None: no such curve
         self.work_dir, self.out_dir = work_dir, out_dir
         self.wall_start = time.perf_counter()
         self.train, self.heldout = split_grid(settings.shapes)
@@ -149,8 +151,9 @@ class HgemmRL:
         dataset = build_dataset(train, s.shapes).with_transform(DrawnPrompts(prompts, s.context.share, s.context.seed))
 
         judge = s.judge.make_judge()
+        verbatim = CorpusKernels.from_dataset(self.corpus_dir) if self.corpus_dir else None
         summary = train_and_save(model, tokenizer, dataset, s.grpo, judge, db, s.reward, STAGE, self.work_dir,
-                                 resumable, out)
+                                 resumable, out, verbatim=verbatim)
 
         # The probe runs after training, the starting model (still on disk) and the trained one on the same
         # prompts: each probe problem bare, and again with the contrastive context the final database gives

@@ -88,6 +88,10 @@ def bench_sections(doc: list, results: dict | None, settings: ReportSettings, so
         doc.append(("p", f"The model's kernel for a shape is the best of {sample.get('k', '?')} samples from "
                          f"{sample['prompts']} prompts ({sample.get('prompts_with_context', 0)} of "
                          f"{sample.get('shapes', '?')} shapes had context examples)."))
+    if sample and sample.get("verbatim_corpus_samples") is not None:
+        doc.append(("p", f"{sample['verbatim_corpus_samples']} of the {sample.get('samples', '?')} sampled kernels are a "
+                         f"corpus document's kernel character for character, {sample['verbatim_corpus_best']} of the "
+                         f"{sample.get('shapes_with_best', '?')} kept as a shape's best."))
     speedups = [r["speedup_vs_best"] for r in rows if r["speedup_vs_best"]]
     if timed and speedups:
         # Name whose kernels these are: the model's where it has a verified one, else the seed library's.

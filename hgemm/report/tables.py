@@ -192,7 +192,7 @@ def before_after_table(rows: list[dict]) -> tuple[str, list[str], list[list[str]
 
 def curve_keys(curves: list[dict]) -> dict[str, list[str]]:
     """Numeric curve columns, grouped by what they measure (reward, compile, correct, speedup)."""
-    groups: dict[str, list[str]] = {"reward": [], "compile": [], "correct": [], "speedup": []}
+    groups: dict[str, list[str]] = {"reward": [], "compile": [], "correct": [], "speedup": [], "verbatim": []}
     keys = sorted({k for row in curves for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
     for k in keys:
         for g in groups:

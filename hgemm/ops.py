@@ -99,6 +99,10 @@ def _check(cu, result, what: str):
 
 def _library(path: str) -> Library:
     if path not in _libraries:
+        if not (Path(path) / "table.json").is_file():
+            raise FileNotFoundError(
+                f"hgemm.matmul: no kernel library at {path} (no table.json): `snakemake --cores all` writes "
+                "results/library, `hgemm tune --out DIR` a tuned one; or pass library='benchmarks/tune'")
         _libraries[path] = Library(path)
     return _libraries[path]
 

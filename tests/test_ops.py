@@ -109,3 +109,11 @@ def test_dispatch_is_decided_once_per_shape(library, monkeypatch):
         assert ops.dispatch(library, Problem(4096, 4096, 4096)).name == "big"
         assert ops.dispatch(library, Problem(24, 40, 50)).name == "big"
     assert calls == [Problem(4096, 4096, 4096).key, Problem(24, 40, 50).key]
+
+
+def test_a_missing_library_is_a_clear_error(tmp_path):
+    from hgemm.ops import dispatch
+    from hgemm.problem import Problem
+
+    with pytest.raises(FileNotFoundError, match="no kernel library at .*snakemake --cores all"):
+        dispatch(str(tmp_path / "nowhere"), Problem(64, 64, 64))

@@ -29,9 +29,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import read_user_text, write_json
 from .candidate import Candidate, parse_candidate
-from .library import log_distance, tma_compatible
+from .files import write_json
+from .library import log_distance, tma_compatible, tune_results
 from .params import operand_shape
 from .problem import Problem
 from .summary import BESIDE, geomean
@@ -57,10 +57,10 @@ def load_shapes(folders: list[str | Path]) -> tuple[list[Shape], dict[str, Path]
     texts: dict[str, Path] = {}
     for folder in map(Path, folders):
         table = json.loads((folder / "table.json").read_text())
-        bench = next((folder / n for n in ("bench.json", "bench.json.gz") if (folder / n).is_file()), None)
-        if bench is None:
+        results = tune_results(folder)
+        if results is None:
             raise FileNotFoundError(f"{folder}: no bench.json or bench.json.gz: the rules need what the tune timed")
-        for pr in json.loads(read_user_text(bench))["problems"]:
+        for pr in results["problems"]:
             problem = Problem.from_dict(pr["problem"])
             entry = table["entries"].get(problem.key)
             if entry is None or problem.key in shapes:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .candidate import Candidate, SpecError, parse_candidate
+from .files import read_user_text
 from .params import operand_shape
 from .problem import Problem
 
@@ -86,6 +87,14 @@ class Library:
             if kernels:
                 out[key] = sorted(kernels, key=lambda ts: -ts[1])
         return out
+
+
+def tune_results(folder: str | Path) -> dict | None:
+    """A tune folder's results file (bench.json, or bench.json.gz as committed when large), or None."""
+    for name in ("bench.json", "bench.json.gz"):
+        if (Path(folder) / name).is_file():
+            return json.loads(read_user_text(Path(folder) / name))
+    return None
 
 
 def measured_kernels(folder: str | Path | None) -> dict[str, list[tuple[str, float]]]:

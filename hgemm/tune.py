@@ -40,7 +40,7 @@ from .compile import detect_arch
 from .entry import EvalOptions
 from .envinfo import environment
 from .files import UnreadableFile, config_hash, read_user_text, write_json
-from .library import Library
+from .library import Library, tune_results
 from .params import operand_shape
 from .pool import compile_all
 from .problem import Problem
@@ -141,12 +141,12 @@ def seed_state(state_dir: str | Path, folder: str | Path) -> int:
     other kernels is measured again. Returns how many shapes were seeded."""
     folder, state = Path(folder), Path(state_dir)
     settings = json.loads(read_user_text(folder / "settings.json"))
-    bench = next((folder / n for n in ("bench.json", "bench.json.gz") if (folder / n).is_file()), None)
-    if bench is None:
+    results = tune_results(folder)
+    if results is None:
         raise UnreadableFile(f"{folder}: no bench.json or bench.json.gz to resume from")
     state.mkdir(parents=True, exist_ok=True)
     seeded = 0
-    for pr in json.loads(read_user_text(bench)).get("problems", []):
+    for pr in results.get("problems", []):
         key = Problem.from_dict(pr["problem"]).key
         path = state / f"{key}.json"
         if key in settings and not path.is_file():

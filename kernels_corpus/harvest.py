@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from hgemm.candidate import SpecError, parse_spec
-from hgemm.files import read_user_text
+from hgemm.library import tune_results
 from hgemm.problem import Problem, load_grid
 from kernels_corpus.framing import CANDIDATE_TOKEN, END_TOKEN, PROBLEM_TOKEN, format_training_example, reference_block
 
@@ -297,11 +297,8 @@ def tuned_comment(entry: dict, gpu: str) -> str:
 def tuned_measurements(folder: Path) -> dict[str, dict[str, float]]:
     """problem key -> {candidate name: speedup over the strongest baseline} for every verified candidate
     a tune timed (its bench.json or bench.json.gz); {} when the folder keeps no results file."""
-    for name in ("bench.json", "bench.json.gz"):
-        if (folder / name).is_file():
-            results = json.loads(read_user_text(folder / name))
-            break
-    else:
+    results = tune_results(folder)
+    if results is None:
         return {}
     out = {}
     for pr in results.get("problems", []):

@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# configs/gpu-rl.yaml in four runs on one H200, each under 10 minutes, one after the other on the same
+# configs/gpu-rl.yaml in three runs on one H200, each under 10 minutes, one after the other on the same
 # machine (results/gpu-rl and work/gpu-rl from the one before must still be there); results in
 # benchmarks/rl_runs/.
-#   bash scripts/gpu_rl_runs.sh 1    corpus, tokenizer, pretrain, tune (~290 s)
-#   bash scripts/gpu_rl_runs.sh 2    rl_general (~470 s: 360 s of training, two probes)
-#   bash scripts/gpu_rl_runs.sh 3    rl_hgemm (~500 s: 270 s of training, then both models probed)
-#   bash scripts/gpu_rl_runs.sh 4    sample (both models), bench, library, report
+#   bash scripts/gpu_rl_runs.sh 1    corpus, tokenizer, pretrain, tune (copied), rl_general (120 s of training)
+#   bash scripts/gpu_rl_runs.sh 2    rl_hgemm (360 s of training, then both models probed)
+#   bash scripts/gpu_rl_runs.sh 3    sample (both models), bench, library, report
 #   bash scripts/gpu_rl_runs.sh pretrain   corpus, tokenizer, pretrain only (does the model write the format?)
 # Each run writes $OUT/snakemake_<phase>.log and packs results/gpu-rl (no weights) into $OUT/rl_<phase>.tgz.
 source scripts/gpu_env.sh
-PHASE=${1:?phase 1, 2, 3, 4 or pretrain}
+PHASE=${1:?phase 1, 2, 3 or pretrain}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
-case "$PHASE" in 1) target="pretrain tune" ;; 2) target=rl_general ;; 3) target=rl_hgemm ;; 4) target=all ;; *) target=$PHASE ;; esac
+case "$PHASE" in 1) target=rl_general ;; 2) target=rl_hgemm ;; 3) target=all ;; *) target=$PHASE ;; esac
 start=$(date +%s)
 # snakemake can take over 30 s to stop a training job: ask at 545 s and kill 15 s later, so that the
 # packing below always runs inside 10 minutes.

@@ -5,6 +5,8 @@
 On a GPU the shortlisted variants of every shape are verified and timed against the baselines and
 the fastest verified one enters the dispatch table; on a CPU they are compiled only, the table is
 empty (the library then dispatches everything to its generic fallback) and metrics.json says so.
+With `tune.reuse: FOLDER`, a library tuned earlier on the same grid is checked and copied instead, so a
+run whose subject is training need not spend device time on a tune it already has.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from hgemm.entry import EvalOptions
+from hgemm.library import copy_library
 from hgemm.problem import GridError, load_grid, select_problems
 from hgemm.summary import geomean
 from hgemm.tune import tune
@@ -30,6 +33,7 @@ class TuneSettings:
     tiles_per_family: int  # distinct tile shapes per family and shape, each at its 2 deepest pipelines
     reps: int
     baselines: list[str]
+    reuse: str | None  # a library tuned earlier on this grid (e.g. benchmarks/tune): checked and copied, not re-tuned
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,13 +51,20 @@ def main(argv: list[str] | None = None) -> int:
     except GridError as e:
         raise SystemExit(f"{ap.prog}: {e}") from None
     t0 = time.time()
-    table = tune(problems, args.out, EvalOptions(reps=settings.reps, baselines=tuple(settings.baselines)),
-                 settings.tiles_per_family)
+    if settings.reuse:
+        try:
+            table = copy_library(settings.reuse, problems, args.out)
+        except (ValueError, OSError) as e:
+            raise SystemExit(f"{ap.prog}: tune.reuse: {e}") from None
+    else:
+        table = tune(problems, args.out, EvalOptions(reps=settings.reps, baselines=tuple(settings.baselines)),
+                     settings.tiles_per_family)
     vs_best = [e["speedup_vs_best"] for e in table["entries"].values() if e.get("speedup_vs_best")]
     write_metrics(args.out, {
         "settings": asdict(settings), "problems": len(problems), "tuned_shapes": len(table["entries"]),
-        "gpu_run": table["gpu_run"], "timed": table["gpu_run"],
-        "note": "" if table["gpu_run"] else "compiled, not run: no GPU, so nothing was timed and the table is empty",
+        "gpu_run": table["gpu_run"], "timed": table["gpu_run"], "reused_from": settings.reuse,
+        "note": (f"the library tuned earlier in {settings.reuse}, copied" if settings.reuse else "" if table["gpu_run"]
+                 else "compiled, not run: no GPU, so nothing was timed and the table is empty"),
         "geomean_speedup_vs_best_baseline": geomean(vs_best), "wall_s": time.time() - t0,
     })
     return 0

@@ -255,3 +255,24 @@ def test_a_tune_resumes_from_a_committed_folder_where_the_settings_still_match(t
     table = tune([kept, other], tmp_path / "again", options, tiles_per_family=1, arch="sm_90a", progress=False,
                  state_dir=state)
     assert set(table["entries"]) == {kept.key}  # the other was measured under other settings: to measure again
+
+
+def test_the_tune_stage_reuses_a_library_tuned_on_its_grid_and_refuses_one_of_another(tmp_path):
+    from stages import tune as tune_stage
+
+    out = tmp_path / "tune"
+    assert tune_stage.main(["--config", str(ROOT / "configs/default.yaml"), "--out", str(out),
+                            "--set", f"reuse={ROOT / 'benchmarks/tune'}"]) == 0
+    source = json.loads((ROOT / "benchmarks/tune/table.json").read_text())
+    assert json.loads((out / "table.json").read_text()) == source
+    lib = Library(out)
+    for key, entry in source["entries"].items():
+        assert lib.lookup(Problem.from_key(key)).name == entry["kernel"]
+    assert json.loads((out / "bench.json").read_text())["gpu_run"] is True
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["tuned_shapes"] == len(source["entries"]) and metrics["reused_from"].endswith("benchmarks/tune")
+
+    with pytest.raises(SystemExit) as e:  # the held-out grid: none of its shapes is in that table
+        tune_stage.main(["--config", str(ROOT / "configs/default.yaml"), "--out", str(tmp_path / "other"),
+                         "--set", f"reuse={ROOT / 'benchmarks/tune'}", "--set", "grid=configs/grids/heldout.yaml"])
+    assert "tuned on another grid: 48 of 48 shapes not in its table" in str(e.value.code)

@@ -27,7 +27,7 @@ from .runtime import (ContextLost, KernelLaunchError, LoadedKernel, Utilities, d
                       utility_candidate)
 from .rotation import FRESH_RATIO, FRESH_SLACK_US, RotatingOutputs, SampledReference
 from .timing import Timer, queued_launch_us, single_launch_us, tracked
-from .verify import GuardedBuffer, check_output, problem_inputs, random_tensor, reference
+from .verify import GuardedBuffer, check_output, random_tensor, reference, shared_inputs, shared_intact
 
 
 ROW_ALIGN = 512  # fp16 elements (1 KiB): each rotated output or workspace starts as aligned as its own allocation would
@@ -129,15 +129,10 @@ class GemmEvaluator:
     def verification_inputs(self, problem: Problem, seed: int) -> list[dict]:
         """Per distribution, guarded inputs, copies to compare against and the float64 reference: drawn
         once per problem (fresh per evaluation) and shared by its candidates, since the reference is
-        the costly part of a check. A candidate that touches them is `wrong`, and they are put back."""
-        shared = []
-        for d_index, dist in enumerate(self.options.distributions):
-            gen = torch.Generator(device="cuda").manual_seed(seed + 7919 * d_index)
-            A, B = problem_inputs(problem, dist, gen, "cuda")
-            ref, absprod = reference(A.tensor, B.tensor, problem.layout)
-            shared.append({"distribution": dist, "A": A, "B": B, "a0": A.tensor.clone(), "b0": B.tensor.clone(),
-                           "ref": ref, "absprod": absprod})
-        return shared
+        the costly part of a check. A candidate that touches them, or the copies and reference beside
+        them (hgemm.verify.shared_intact, after every launch), is `wrong`, and they are put back."""
+        return [shared_inputs(problem, dist, seed + 7919 * d_index, "cuda")
+                for d_index, dist in enumerate(self.options.distributions)]
 
     def verify(self, entry: Entry, problem: Problem, seed: int, shared: list[dict] | None = None) -> dict:
         """Status and per-distribution checks of one candidate on one problem (inputs from
@@ -170,6 +165,14 @@ class GemmEvaluator:
             for name, buf in (("A", A), ("B", B), ("C", C)) + ((("workspace", W),) if W is not None else ()):
                 if not buf.guards_intact():
                     problems.append(f"wrote outside {name} (guard band changed)")
+            corrupted = [data for data in shared if not shared_intact(data)]
+            for data in corrupted:
+                # written beyond every guard band, into the harness's own data (any distribution's): drawn
+                # again from its seed, so that the candidates after this one are judged against the true product
+                data.update(shared_inputs(problem, data["distribution"], data["seed"], "cuda"))
+            if corrupted:
+                return {"status": "wrong", "error": "wrote into the harness's reference data, outside every "
+                        "buffer it was given", "checks": checks, "launch_us": launch_us}
             for name, buf, saved in (("A", A, inputs["a0"]), ("B", B, inputs["b0"])):
                 if not torch.equal(buf.tensor.view(torch.int16), saved.view(torch.int16)):
                     problems.append(f"modified input {name}")

@@ -130,6 +130,34 @@ def check_output(C: torch.Tensor, ref: torch.Tensor, absprod: torch.Tensor, K: i
     )
 
 
+def fingerprint(t: torch.Tensor) -> int:
+    """The wrapping int64 sum of a tensor's bit patterns: a write into its bytes changes it, unless
+    another write compensates exactly. One reduction, cheap beside a float64 check."""
+    flat = t.reshape(-1)
+    bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[flat.element_size()]
+    return int(flat.view(bits).sum(dtype=torch.int64))
+
+
+def shared_inputs(problem: Problem, distribution: str, seed: int, device) -> dict:
+    """One distribution's verification data, shared by every candidate of a problem: guarded inputs,
+    pristine copies of them, the float64 reference and |A| @ |B|, and fingerprints of the last four.
+    The guard bands catch writes just past a buffer; a wild write further away can land in this data
+    instead, and would then fail every later candidate (or, in |A| @ |B|, loosen their tolerance):
+    shared_intact tells, and drawing again from the same seed gives the same data back."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    A, B = problem_inputs(problem, distribution, gen, device)
+    ref, absprod = reference(A.tensor, B.tensor, problem.layout)
+    data = {"distribution": distribution, "seed": seed, "A": A, "B": B, "a0": A.tensor.clone(),
+            "b0": B.tensor.clone(), "ref": ref, "absprod": absprod}
+    data["prints"] = {name: fingerprint(data[name]) for name in ("a0", "b0", "ref", "absprod")}
+    return data
+
+
+def shared_intact(data: dict) -> bool:
+    """Whether shared_inputs' copies and reference still hold what they were drawn with."""
+    return all(fingerprint(data[name]) == value for name, value in data["prints"].items())
+
+
 def problem_inputs(problem: Problem, distribution: str, gen: torch.Generator, device) -> tuple[GuardedBuffer, GuardedBuffer]:
     A = GuardedBuffer(problem.a_shape, torch.float16, device, gen)
     B = GuardedBuffer(problem.b_shape, torch.float16, device, gen)

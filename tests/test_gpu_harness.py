@@ -199,6 +199,28 @@ def test_reused_outputs_are_what_the_guards_close(guarded):
         assert cands["stale_output"]["time_us"] < 0.5 * cands["naive"]["time_us"], cands
 
 
+def test_a_write_into_the_reference_data_is_blamed_on_its_kernel_and_undone(evaluator):
+    """A wild write past every guard band can land in the data a problem's candidates share: the float64
+    reference, |A| @ |B| (which scales the tolerance) or the pristine input copies. Written here by hand
+    between two candidates, as such a write would be: the kernel launched just before is `wrong`, the data
+    is drawn again, and the honest kernel after it passes against the true product."""
+    import torch
+
+    from hgemm.pool import compile_all
+
+    problem = Problem(96, 80, 112)
+    named = [(k, (ROOT / f"kernels_corpus/reference/{k}.cu").read_text()) for k in ("naive", "mma_sync")]
+    entries = [e for e, _ in compile_all(named, layouts=("NN",))]
+    shared = evaluator.verification_inputs(problem, seed=11)
+    first = {name: shared[1][name].clone() for name in ("ref", "absprod", "a0")}
+    assert evaluator.verify(entries[0], problem, 1, shared)["status"] == "ok"
+    shared[1]["absprod"].fill_(1e30)  # a looser tolerance for whatever runs next
+    res = evaluator.verify(entries[0], problem, 2, shared)
+    assert res["status"] == "wrong" and "reference data" in res["error"], res
+    assert all(torch.equal(shared[1][name], first[name]) for name in first)
+    assert evaluator.verify(entries[1], problem, 3, shared)["status"] == "ok"
+
+
 def test_timing_records_clocks_and_sustained_mode_measures(evaluator):
     from hgemm.timing import Timer
 

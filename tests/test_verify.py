@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from hgemm.problem import Problem
-from hgemm.verify import GuardedBuffer, check_output, problem_inputs, random_tensor, reference
+from hgemm.verify import (GuardedBuffer, check_output, fingerprint, problem_inputs, random_tensor, reference, shared_inputs,
+                          shared_intact)
 
 
 def fp32_gemm(A, B, layout="NN"):
@@ -105,3 +106,17 @@ def test_inputs_are_never_zero_and_fresh_per_seed():
         b = random_tensor((256, 256), dist, torch.Generator().manual_seed(2), "cpu")
         assert a.abs().sum() > 0 and not torch.equal(a, b)
         assert (a != 0).float().mean() > 0.5
+
+
+@pytest.mark.parametrize("name", ["a0", "b0", "ref", "absprod"])
+def test_shared_data_tells_a_write_into_it_and_draws_the_same_again(name):
+    problem = Problem(33, 17, 65, 2, "TN")
+    data = shared_inputs(problem, "normal", 5, "cpu")
+    assert shared_intact(data)
+    saved = data[name].clone()
+    flat = data[name].view(-1)
+    flat[flat.numel() // 2] = flat[flat.numel() // 2] * 2 + 1  # one element, as a stray store would
+    assert not shared_intact(data)
+    again = shared_inputs(problem, "normal", 5, "cpu")
+    assert torch.equal(again[name], saved) and shared_intact(again)
+    assert fingerprint(again["ref"]) != fingerprint(shared_inputs(problem, "normal", 6, "cpu")["ref"])

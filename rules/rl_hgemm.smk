@@ -4,7 +4,7 @@ rule rl_hgemm:
     input:
         config=stage_config("rl_hgemm"),
         corpus=out("corpus", "metrics.json"),
-        model=out("rl_general", "metrics.json"),
+        model=out(config["rl_hgemm"]["start_from"], "metrics.json"),   # rl_general, or pretrain (the ablation)
         library=out("tune", "metrics.json"),
         grid=config_file("rl_hgemm", "shapes", "grid"),
         heldout_grid=config_file("rl_hgemm", "shapes", "heldout_grid"),
@@ -19,7 +19,7 @@ rule rl_hgemm:
         kernels=update(out("rl_hgemm", "kernels.sqlite")),
     params:
         corpus=out("corpus"),
-        model=out("rl_general"),
+        model=out(config["rl_hgemm"]["start_from"]),
         library=out("tune"),
         work=f"{WORK}/rl_hgemm",
         out=out("rl_hgemm"),

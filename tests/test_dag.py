@@ -80,6 +80,17 @@ def test_stage_target_runs_only_up_to_that_stage(tmp_path):
     assert planned_jobs(wf, "--until", "tokenizer") == {"corpus", "tokenizer"}
 
 
+def test_the_ablation_trains_rl_hgemm_from_the_pretrained_model(tmp_path):
+    wf = workflow_copy(tmp_path)
+    (wf / "ablation.yaml").write_text("rl_hgemm:\n  start_from: pretrain\n")
+    assert planned_jobs(wf, "rl_hgemm", "--configfile", "ablation.yaml") == {
+        "corpus", "tokenizer", "pretrain", "tune", "rl_hgemm"}
+    (wf / "ablation.yaml").write_text("rl_hgemm:\n  start_from: tune\n")
+    r = subprocess.run(["snakemake", "-n", "rl_hgemm", "--configfile", "ablation.yaml"], cwd=wf,
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "start_from" in r.stdout + r.stderr
+
+
 def test_schema_accepts_configs_and_rejects_bad_ones(tmp_path):
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate

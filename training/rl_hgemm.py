@@ -60,6 +60,9 @@ STAGE = "rl_hgemm"
 class RLHgemmSettings:
     """The `rl_hgemm:` section."""
 
+    # the stage whose model this one goes on training (the DAG's wiring; recorded in metrics.json):
+    # rl_general, or pretrain for the ablation that leaves rl_general out
+    start_from: str
     shapes: ShapeSettings
     context: ContextSettings
     judge: JudgeSettings
@@ -69,6 +72,11 @@ class RLHgemmSettings:
 
     def __post_init__(self):
         check_grpo_section(self.grpo)
+        if self.start_from not in START_FROM:
+            raise ValueError(f"start_from: {self.start_from!r} is not one of {', '.join(START_FROM)}")
+
+
+START_FROM = ("rl_general", "pretrain")
 
 
 def probe_problems(train: list[Problem], n: int) -> list[Problem]:

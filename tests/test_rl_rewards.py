@@ -152,6 +152,7 @@ def test_gpu_verdicts_are_rewarded_and_rates_logged(tmp_path):
     reward.close()
     assert rewards == [pytest.approx(math.log(2.0)), class_rewards(reward_settings())["wrong"]]
     assert metrics["kernel/correct_rate"] == 0.5 and metrics["kernel/speedup_geomean"] == pytest.approx(2.0)
+    assert 0 < metrics["kernel/judge_seconds"] < 120  # the batch's compile and judging, logged beside step_time
     best = reward.db.best("b1_m64_n64_k64_NN")
     assert best["text"] == NAIVE.strip() and best["speedup_vs_best"] == pytest.approx(2.0) and best["time_us"] == pytest.approx(5.0)
 

@@ -233,6 +233,8 @@ CURVE_KEYS = {
     "kernel/speedup_max": "speedup_max",
     "kernel/verbatim_rate": "verbatim_rate",
     "kernel/timed": "timed",
+    "kernel/judge_seconds": "judge_seconds",
+    "step_time": "step_seconds",
     "kl": "kl",
     "entropy": "entropy",
     "loss": "loss",

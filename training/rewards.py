@@ -26,6 +26,7 @@ import asyncio
 import json
 import logging
 import math
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -204,10 +205,14 @@ class KernelReward:
         """Judge a batch (all completions together), reward, record; (rewards, metrics)."""
         texts = [completion_to_candidate(_as_text(c)) for c in completions]
         plists = [problems_from_json(p) for p in problems]
+        began = time.perf_counter()
         verdicts = self.judge_batch(texts, plists)
+        judge_seconds = time.perf_counter() - began
         rewards = [verdict_reward(v, self.settings, t) for v, t in zip(verdicts, texts)]
         self._record(texts, plists, verdicts, rewards, problem_key, shape_class, step)
         metrics = batch_metrics(verdicts, rewards, timed=bool(self.judge.gpu))
+        # the reward's share of a step (TRL logs the whole step as step_time): compile, verify, time
+        metrics["kernel/judge_seconds"] = judge_seconds
         if self.verbatim is not None:
             metrics["kernel/verbatim_rate"] = sum(self.verbatim.match(t) is not None for t in texts) / (len(texts) or 1)
         if context_examples:  # rl_hgemm's contrastive prompts

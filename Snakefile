@@ -68,13 +68,11 @@ def config_file(*keys):
 
 def config_files(keys, name=None):
     """The files a list setting names (e.g. corpus.tuned_exclude_grids), or `name` in each folder it
-    names (every corpus.tuned library's table.json; a setting of one folder, as tune.reuse, is a list of
-    one), as rule inputs; a missing one stops the run here, naming the setting, like config_file."""
+    names (every corpus.tuned library's table.json), as rule inputs; a missing one stops the run here,
+    naming the setting, like config_file."""
     value = config
     for key in keys:
         value = value.get(key) if isinstance(value, dict) else None
-    if isinstance(value, str):
-        value = [value]
     files = [f"{entry}/{name}" if name else entry for entry in value or []]
     for path in files:
         if not Path(path).is_file():

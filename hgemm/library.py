@@ -196,31 +196,39 @@ def write_with_entries(base: str | Path, entries: dict[str, dict], kernels: dict
     return table
 
 
-def copy_library(source: str | Path, problems: list[Problem], out_dir: str | Path) -> dict:
-    """A library tuned earlier (e.g. the committed benchmarks/tune) as the tune stage's output, in place of
-    tuning again: checked to cover every problem (an entry or a pending shape in its table) and copied
-    with its kernels and results file (bench.json, decompressed where stored as bench.json.gz).
-    Returns its table; a folder that is not such a library raises ValueError."""
-    source, out = Path(source), Path(out_dir)
-    if not (source / "table.json").is_file():
-        raise ValueError(f"{source}: not a tuned library (no table.json)")
-    table = json.loads(read_user_text(source / "table.json"))
-    results = tune_results(source)
-    if results is None:
-        raise ValueError(f"{source}: no bench.json or bench.json.gz beside its table")
+def copy_library(sources: list[str | Path], problems: list[Problem], out_dir: str | Path) -> dict:
+    """Libraries tuned earlier (e.g. the committed benchmarks/tune and benchmarks/sample_tune) as the tune
+    stage's output, in place of tuning again: one folder copied, several merged (merge_libraries), with
+    their kernels and one results file (bench.json: every folder's measured shapes, the first one's
+    environment). Checked to cover every problem (an entry or a pending shape of some table). Returns
+    the table; a folder that is not such a library raises ValueError."""
+    sources = [Path(f) for f in sources]
+    results = []
+    for source in sources:
+        if not (source / "table.json").is_file():
+            raise ValueError(f"{source}: not a tuned library (no table.json)")
+        if (found := tune_results(source)) is None:
+            raise ValueError(f"{source}: no bench.json or bench.json.gz beside its table")
+        results.append(found)
+    out = Path(out_dir)
+    if len(sources) == 1:
+        table = json.loads(read_user_text(sources[0] / "table.json"))
+        (out / "kernels").mkdir(parents=True, exist_ok=True)
+        for stale in (out / "kernels").glob("*.cu"):
+            stale.unlink()
+        for path in (sources[0] / "kernels").glob("*.cu"):
+            (out / "kernels" / path.name).write_text(path.read_text())
+        for name in ("summary.md", "goals.md"):
+            if (sources[0] / name).is_file():
+                (out / name).write_text((sources[0] / name).read_text())
+    else:
+        table = merge_libraries(sources, out)
     covered = set(table.get("entries", {})) | set(table.get("pending", []))
     missing = [p.key for p in problems if p.key not in covered]
     if missing:
-        raise ValueError(f"{source}: tuned on another grid: {len(missing)} of {len(problems)} shapes not in its "
-                         f"table (first: {missing[0]})")
-    (out / "kernels").mkdir(parents=True, exist_ok=True)
-    for stale in (out / "kernels").glob("*.cu"):
-        stale.unlink()
-    for path in (source / "kernels").glob("*.cu"):
-        (out / "kernels" / path.name).write_text(path.read_text())
-    for name in ("summary.md", "goals.md"):
-        if (source / name).is_file():
-            (out / name).write_text((source / name).read_text())
-    (out / "bench.json").write_text(json.dumps(results, separators=(",", ":"), default=str))
+        raise ValueError(f"{', '.join(map(str, sources))}: tuned on another grid: {len(missing)} of {len(problems)} "
+                         f"shapes not in {'its table' if len(sources) == 1 else 'their tables'} (first: {missing[0]})")
+    merged = dict(results[0], problems=[pr for r in results for pr in r.get("problems", [])])
+    (out / "bench.json").write_text(json.dumps(merged, separators=(",", ":"), default=str))
     (out / "table.json").write_text(json.dumps(table, indent=1))
     return table

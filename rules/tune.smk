@@ -4,7 +4,7 @@ rule tune:
     input:
         config=stage_config("tune"),
         grid=config_file("tune", "grid"),
-        reused=config_files(("tune", "reuse"), "table.json"),   # a library tuned earlier, copied (tune.reuse)
+        reused=config_files(("tune", "reuse"), "table.json"),   # libraries tuned earlier, copied (tune.reuse)
     output:
         metrics=out("tune", "metrics.json"),
         table=out("tune", "table.json"),

@@ -5,8 +5,9 @@
 On a GPU the shortlisted variants of every shape are verified and timed against the baselines and
 the fastest verified one enters the dispatch table; on a CPU they are compiled only, the table is
 empty (the library then dispatches everything to its generic fallback) and metrics.json says so.
-With `tune.reuse: FOLDER`, a library tuned earlier on the same grid is checked and copied instead, so a
-run whose subject is training need not spend device time on a tune it already has.
+With `tune.reuse: [FOLDER, ...]`, libraries tuned earlier that cover the grid are copied (several:
+merged, the faster entry kept where two tuned a shape) instead, so a run whose subject is training need
+not spend device time on a tune it already has.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class TuneSettings:
     tiles_per_family: int  # distinct tile shapes per family and shape, each at its 2 deepest pipelines
     reps: int
     baselines: list[str]
-    reuse: str | None  # a library tuned earlier on this grid (e.g. benchmarks/tune): checked and copied, not re-tuned
+    reuse: list[str]  # libraries tuned earlier (e.g. benchmarks/tune): copied (several: merged), not tuned again
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     write_metrics(args.out, {
         "settings": asdict(settings), "problems": len(problems), "tuned_shapes": len(table["entries"]),
         "gpu_run": table["gpu_run"], "timed": table["gpu_run"], "reused_from": settings.reuse,
-        "note": (f"the library tuned earlier in {settings.reuse}, copied" if settings.reuse else "" if table["gpu_run"]
+        "note": (f"the libraries tuned earlier in {', '.join(settings.reuse)}, copied" if settings.reuse
+                 else "" if table["gpu_run"]
                  else "compiled, not run: no GPU, so nothing was timed and the table is empty"),
         "geomean_speedup_vs_best_baseline": geomean(vs_best), "wall_s": time.time() - t0,
     })

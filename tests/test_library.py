@@ -6,7 +6,7 @@ import pytest
 
 from conftest import ROOT, write_library
 from hgemm.candidate import parse_candidate
-from hgemm.library import Library
+from hgemm.library import Library, tune_results
 from hgemm.problem import Problem
 
 NAIVE = (ROOT / "kernels_corpus/reference/naive.cu").read_text()
@@ -257,22 +257,33 @@ def test_a_tune_resumes_from_a_committed_folder_where_the_settings_still_match(t
     assert set(table["entries"]) == {kept.key}  # the other was measured under other settings: to measure again
 
 
-def test_the_tune_stage_reuses_a_library_tuned_on_its_grid_and_refuses_one_of_another(tmp_path):
+def test_the_tune_stage_reuses_libraries_tuned_on_its_grid_and_refuses_one_of_another(tmp_path):
     from stages import tune as tune_stage
 
-    out = tmp_path / "tune"
-    assert tune_stage.main(["--config", str(ROOT / "configs/default.yaml"), "--out", str(out),
-                            "--set", f"reuse={ROOT / 'benchmarks/tune'}"]) == 0
-    source = json.loads((ROOT / "benchmarks/tune/table.json").read_text())
-    assert json.loads((out / "table.json").read_text()) == source
-    lib = Library(out)
+    def stage(out, *sets):
+        return tune_stage.main(["--config", str(ROOT / "configs/default.yaml"), "--out", str(out),
+                                *[a for kv in sets for a in ("--set", kv)]])
+
+    tuned, sample = ROOT / "benchmarks/tune", ROOT / "benchmarks/sample_tune"
+    assert stage(tmp_path / "one", f"reuse=[{tuned}]") == 0
+    source = json.loads((tuned / "table.json").read_text())
+    assert json.loads((tmp_path / "one/table.json").read_text()) == source
+    lib = Library(tmp_path / "one")
     for key, entry in source["entries"].items():
         assert lib.lookup(Problem.from_key(key)).name == entry["kernel"]
-    assert json.loads((out / "bench.json").read_text())["gpu_run"] is True
-    metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["tuned_shapes"] == len(source["entries"]) and metrics["reused_from"].endswith("benchmarks/tune")
+    assert json.loads((tmp_path / "one/bench.json").read_text())["gpu_run"] is True
+    metrics = json.loads((tmp_path / "one/metrics.json").read_text())
+    assert metrics["tuned_shapes"] == len(source["entries"]) and metrics["reused_from"] == [str(tuned)]
 
-    with pytest.raises(SystemExit) as e:  # the held-out grid: none of its shapes is in that table
-        tune_stage.main(["--config", str(ROOT / "configs/default.yaml"), "--out", str(tmp_path / "other"),
-                         "--set", f"reuse={ROOT / 'benchmarks/tune'}", "--set", "grid=configs/grids/heldout.yaml"])
+    # both tunes: one library with every shape either tuned, and one results file with all their shapes
+    assert stage(tmp_path / "both", f"reuse=[{tuned}, {sample}]") == 0
+    both = json.loads((tmp_path / "both/table.json").read_text())
+    other = json.loads((sample / "table.json").read_text())
+    assert set(both["entries"]) == set(source["entries"]) | set(other["entries"])
+    measured = json.loads((tmp_path / "both/bench.json").read_text())["problems"]
+    assert len(measured) == len(tune_results(tuned)["problems"]) + len(tune_results(sample)["problems"])
+    assert all(Library(tmp_path / "both").candidate(e["kernel"]) for e in both["entries"].values())
+
+    with pytest.raises(SystemExit) as e:  # the held-out grid: none of its shapes is in either table
+        stage(tmp_path / "other", f"reuse=[{tuned}]", "grid=configs/grids/heldout.yaml")
     assert "tuned on another grid: 48 of 48 shapes not in its table" in str(e.value.code)

@@ -12,7 +12,7 @@ import pytest
 
 from configured import section
 from hgemm.problem import Problem
-from hgemm.report.tables import curve_keys, first_last_table, shape_row
+from hgemm.report.tables import curve_keys, first_last_table, heldout_curve_table, shape_row
 from stages import report as report_stage
 
 ROOT = Path(__file__).parents[1]
@@ -182,6 +182,13 @@ def test_rl_probe_is_reported_before_and_after(tmp_path):
     assert "(rose on 1) | 0.100 | 0.300 |" in md
     lead = md.index("With the contrastive context of the final kernel database in each prompt: The same 2")
     assert md.index("| correct rate | 0.250 | 0.750 |") < lead < md.index("| correct rate | 0.750 | 0.250 |")
+
+
+def test_the_held_out_curve_is_a_row_per_evaluation_with_the_columns_it_has():
+    headers, cells = heldout_curve_table([{"step": 0, "reward": -2.0, "correct_rate": 0.25},
+                                          {"step": 3, "reward": -1.0, "correct_rate": 0.5, "speedup_geomean": 0.4}])
+    assert headers == ["step", "reward", "correct_rate", "speedup_geomean"]
+    assert cells == [["0", "-2.000", "0.250", "—"], ["3", "-1.000", "0.500", "0.400"]]
 
 
 def test_curve_groups_and_first_last():

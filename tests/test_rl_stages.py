@@ -240,8 +240,8 @@ def test_grpo_section_goes_to_trl_whole(tmp_path, stage):
             assert getattr(args, key) == resolved.get(key, value), key
     # a setting the section does not name takes TRL's own default
     default = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
-    assert "per_device_eval_batch_size" not in grpo
-    assert args.per_device_eval_batch_size == default["per_device_eval_batch_size"]
+    assert "repetition_penalty" not in grpo
+    assert args.repetition_penalty == default["repetition_penalty"]
 
 
 def test_grpo_section_keys_are_trl_settings_or_ours():
@@ -388,6 +388,25 @@ def test_rl_hgemm_end_to_end(tmp_path, tiny_model_dir):
     assert set(in_context["before"]["per_problem"]) == probed and in_context["after"]["completions"] == 4
     assert in_context["before"]["model"] == tiny_model_dir and in_context["after"]["model"] == str(out)
     assert set(in_context["context_examples"]) == probed and min(in_context["context_examples"].values()) >= 1
+
+
+def test_rl_hgemm_evaluates_held_out_shapes_during_training_and_records_them_apart(tmp_path, tiny_model_dir):
+    s = _two_steps(rl_hgemm.RLHgemmSettings, "rl_hgemm", "shapes.heldout_eval=1", "grpo.eval_steps=1",
+                   "grpo.eval_on_start=true", "grpo.num_generations_eval=2", "grpo.per_device_eval_batch_size=2",
+                   "probe.prompts=0")
+    out, work = tmp_path / "out", tmp_path / "work"
+    metrics = run_training(rl_hgemm.HgemmRL(s, tiny_model_dir, None, str(work), str(out)), str(work), str(out))
+    held = {p["key"] for p in json.loads((out / "heldout.json").read_text())["heldout"]}
+    # before the first step and after each of the two: the held-out shape's rates, apart from training's
+    curve = metrics["heldout_curve"]
+    assert [row["step"] for row in curve] == [0, 1, 2], curve
+    assert all(0 <= row["parse_rate"] <= 1 and "reward" in row for row in curve)
+    conn = sqlite3.connect(out / "kernels.sqlite")
+    by_stage = {}
+    for stage, key in conn.execute("SELECT stage, problem_key FROM evaluations"):
+        by_stage.setdefault(stage, set()).add(key)
+    assert by_stage["rl_hgemm_heldout"] == held and not by_stage["rl_hgemm"] & held
+    assert len(json.loads((out / "curves.json").read_text())) == 2  # the training curve has no held-out rows
 
 
 def test_dataset_rows_hold_only_training_shapes_and_best_kernels_are_written(tmp_path):

@@ -261,6 +261,20 @@ def curves_from_history(log_history: list[dict]) -> list[dict]:
     return rows
 
 
+def heldout_curve_from_history(log_history: list[dict]) -> list[dict]:
+    """One row per evaluation of the held-out prompts (TRL logs them with an `eval_` prefix): the same
+    quantities as curves_from_history, on shapes the policy never trains on."""
+    rows = []
+    for entry in log_history:
+        if "eval_reward" not in entry:
+            continue
+        row = {"step": entry.get("step")}
+        row.update({short: entry[f"eval_{k}"] for k, short in CURVE_KEYS.items()
+                    if entry.get(f"eval_{k}") is not None})
+        rows.append(row)
+    return rows
+
+
 def compare_phases(curves: list[dict], fraction: float = 0.2) -> dict:
     """Means of each curve over the first and the last `fraction` of logged steps."""
     if not curves:
@@ -320,15 +334,17 @@ def compare_phases_by_problem(evaluations: list[dict], fraction: float = 0.2) ->
 
 
 def train_and_save(model, tokenizer, dataset, grpo: dict, judge, db, reward_cfg, stage: str,
-                   work_dir: str, resumable: bool, out: Path, verbatim=None) -> dict:
+                   work_dir: str, resumable: bool, out: Path, verbatim=None, eval_dataset=None) -> dict:
     """What both RL stages train with: the kernel reward over `judge` (recording into `db`), GRPO with
     curves written to out/curves.json, the policy and tokenizer saved to `out`; judge and reward are
     closed whatever happens; with `verbatim` (the corpus's kernels) a curve of the share of completions
-    that recite a corpus document. Returns train_grpo's summary without the trainer."""
+    that recite a corpus document; with `eval_dataset` (rows marked `heldout`) TRL's evaluation every
+    grpo.eval_steps steps, judged like training and recorded apart (KernelReward). Returns
+    train_grpo's summary without the trainer."""
     reward = KernelReward(judge, db, reward_cfg, stage, verbatim=verbatim)
     try:
         summary = train_grpo(model, tokenizer, reward, dataset, grpo, work_dir, resumable,
-                             curves_path=out / "curves.json")
+                             curves_path=out / "curves.json", eval_dataset=eval_dataset)
         trainer = summary.pop("trainer")
         trainer.save_model(str(out))
         tokenizer.save_pretrained(str(out))
@@ -409,6 +425,7 @@ def train_grpo(model, tokenizer, reward_func, train_dataset, grpo: dict, work_di
         trainer.train(resume_from_checkpoint=last)
     write_json(curves_path, curves_from_history(trainer.state.log_history))
     return {
+        "heldout_curve": heldout_curve_from_history(trainer.state.log_history),
         "trainer": trainer,
         "global_step": trainer.state.global_step,
         "resumed_from": last,

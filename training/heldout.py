@@ -34,6 +34,7 @@ class ShapeSettings:
     max_gflop: float | None  # skip training shapes above this many GFLOP (keeps steps short); null: none
     shapes_per_reward: int  # the prompt's shape plus bucket mates it is also judged on
     repeats: int  # each training shape appears this many times per pass over the dataset
+    heldout_eval: int  # held-out shapes judged every grpo.eval_steps steps (the held-out curve); 0: none
 
 
 def is_heldout(problem: Problem, s: ShapeSettings) -> bool:

@@ -190,26 +190,30 @@ class KernelReward:
         self.last_metrics: dict[str, float] = {}
 
     async def __call__(self, prompts, completions, problems, problem_key, shape_class, trainer_state=None,
-                       log_metric=None, context_examples=None, **_):
+                       log_metric=None, context_examples=None, heldout=None, **_):
         step = int(getattr(trainer_state, "global_step", 0) or 0)
         loop = asyncio.get_running_loop()
         rewards, metrics = await loop.run_in_executor(
-            self._executor, self.score, completions, problems, problem_key, shape_class, step, context_examples)
+            self._executor, self.score, completions, problems, problem_key, shape_class, step, context_examples,
+            bool(heldout) and all(heldout))
         if log_metric is not None:
             for name, value in metrics.items():
                 log_metric(name, value)
         return rewards
 
     def score(self, completions: list, problems: list[str], problem_key: list[str], shape_class: list[str],
-              step: int = 0, context_examples: list[int] | None = None) -> tuple[list[float], dict[str, float]]:
-        """Judge a batch (all completions together), reward, record; (rewards, metrics)."""
+              step: int = 0, context_examples: list[int] | None = None,
+              heldout: bool = False) -> tuple[list[float], dict[str, float]]:
+        """Judge a batch (all completions together), reward, record; (rewards, metrics). A held-out batch
+        (the evaluation's) is recorded under `<stage>_heldout`, so that nothing counts it as trained on."""
         texts = [completion_to_candidate(_as_text(c)) for c in completions]
         plists = [problems_from_json(p) for p in problems]
         began = time.perf_counter()
         verdicts = self.judge_batch(texts, plists)
         judge_seconds = time.perf_counter() - began
         rewards = [verdict_reward(v, self.settings, t) for v, t in zip(verdicts, texts)]
-        self._record(texts, plists, verdicts, rewards, problem_key, shape_class, step)
+        self._record(texts, plists, verdicts, rewards, problem_key, shape_class, step,
+                     f"{self.stage}_heldout" if heldout else self.stage)
         metrics = batch_metrics(verdicts, rewards, timed=bool(self.judge.gpu))
         # the reward's share of a step (TRL logs the whole step as step_time): compile, verify, time
         metrics["kernel/judge_seconds"] = judge_seconds
@@ -236,16 +240,16 @@ class KernelReward:
             log.exception("kernel judge failed on a batch")
             return [{"status": "harness_error", "error": f"{type(e).__name__}: {e}", "results": []} for _ in texts]
 
-    def _record(self, texts, plists, verdicts, rewards, problem_key, shape_class, step) -> None:
+    def _record(self, texts, plists, verdicts, rewards, problem_key, shape_class, step, stage) -> None:
         rows = []
         for text, probs, v, r, key, cls in zip(texts, plists, verdicts, rewards, problem_key, shape_class):
             results = v.get("results") or []
             if not results:  # parse/compile failure: one row, on the prompt's problem
-                rows.append((self.stage, step, key, cls, text, v, r, self.source))
+                rows.append((stage, step, key, cls, text, v, r, self.source))
             for res in results:  # one row per judged problem: best kernels are kept per shape
                 p = res.get("problem") or {}
                 pkey = _key_of(p) or key
-                rows.append((self.stage, step, pkey, p.get("shape_class", cls), text, res, r, self.source))
+                rows.append((stage, step, pkey, p.get("shape_class", cls), text, res, r, self.source))
         try:
             self.db.record_many(rows)
         except Exception:

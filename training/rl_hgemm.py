@@ -99,6 +99,15 @@ def build_dataset(train: list[Problem], shape_settings: ShapeSettings):
     return Dataset.from_list(rows * max(1, shape_settings.repeats))
 
 
+def heldout_eval_dataset(heldout: list[Problem], n: int):
+    """The held-out curve's prompts: n held-out shapes spread bucket by bucket, each judged on its own
+    shape only (a bucket mate could be a training shape) and marked `heldout`, so that the reward
+    records them apart from training."""
+    picked = spread(sorted(heldout, key=lambda p: (bucket_of(p), p.key)), n)
+    return Dataset.from_list([{"problems": problems_to_json([p]), "problem_key": p.key, "shape_class": p.shape_class,
+                               "bucket": bucket_of(p), "heldout": True} for p in picked])
+
+
 def write_best_kernels(db, train: list[Problem], library: dict, folder: Path) -> dict:
     """best_kernels/<key>.cu for every training shape with a verified kernel, index.json with speedups
     and the library's speedup on the same shape; returns the summary for the metrics."""
@@ -158,10 +167,15 @@ class HgemmRL:
                                      s.context.prompt_arch)
         dataset = build_dataset(train, s.shapes).with_transform(DrawnPrompts(prompts, s.context.share, s.context.seed))
 
+        # The held-out curve: every grpo.eval_steps steps, held-out shapes with the context training
+        # prompts get (from training shapes only: held-out shapes are never shown), judged like training
+        heldout_eval = (heldout_eval_dataset(heldout, s.shapes.heldout_eval).with_transform(
+            DrawnPrompts(prompts, 1.0, s.context.seed)) if s.shapes.heldout_eval and s.grpo.get("eval_steps")
+            and heldout else None)
         judge = s.judge.make_judge()
         verbatim = CorpusKernels.from_dataset(self.corpus_dir) if self.corpus_dir else None
         summary = train_and_save(model, tokenizer, dataset, s.grpo, judge, db, s.reward, STAGE, self.work_dir,
-                                 resumable, out, verbatim=verbatim)
+                                 resumable, out, verbatim=verbatim, eval_dataset=heldout_eval)
 
         # The probe runs after training, the starting model (still on disk) and the trained one on the same
         # prompts: each probe problem bare, and again with the contrastive context the final database gives
@@ -196,6 +210,7 @@ class HgemmRL:
             STAGE, out, db, judge.gpu, "parse+compile+verify+time vs the strongest baseline (GPU)", s.reward,
             summary, self.wall_start, asdict(s),
             best_kernels=best,
+            heldout_curve=summary.pop("heldout_curve", []),
             probe=probe("bare"),
             probe_context=probe("context") | {"context_examples": {k: n for k, (_, n) in in_context.items()}},
             shapes={"train": len(train), "heldout": len(heldout), "buckets": len(buckets(train)),

@@ -163,6 +163,11 @@ def curve_sections(doc: list, inputs: ReportInputs) -> None:
             headers, cells = tables.first_last_table(curves, keys)
             doc.append(("table", headers, cells))
         metrics = inputs.metrics(stage) or {}
+        if metrics.get("heldout_curve"):
+            headers, cells = tables.heldout_curve_table(metrics["heldout_curve"])
+            doc.append(("p", "Held-out shapes (never trained on) sampled and judged during training, every "
+                             "evaluation step (rl_hgemm.shapes.heldout_eval):"))
+            doc.append(("table", headers, cells))
         # the first and last steps drew different prompts; the probe compares like with like
         for key, lead in (("probe", ""), ("probe_context", "With the contrastive context of the final kernel "
                                                          "database in each prompt: ")):

@@ -202,6 +202,13 @@ def curve_keys(curves: list[dict]) -> dict[str, list[str]]:
     return {g: ks for g, ks in groups.items() if ks}
 
 
+def heldout_curve_table(curve: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """The held-out curve, a row per evaluation: reward, rates and speedup of the verified kernels."""
+    keys = [k for k in ("reward", "parse_rate", "correct_rate", "faster_rate", "speedup_geomean", "speedup_max")
+            if any(k in row for row in curve)]
+    return ["step", *keys], [[str(row.get("step")), *(fmt(row.get(k), 3) for k in keys)] for row in curve]
+
+
 def first_last_table(curves: list[dict], keys: list[str]) -> tuple[list[str], list[list[str]]]:
     """Mean of each column over the first and the last 20% of steps (the before/after view of a run)."""
     # ceil(20%), as training.grpo.compare_phases writes into metrics.json, so the two views agree

@@ -27,7 +27,7 @@ from .runtime import (ContextLost, KernelLaunchError, LoadedKernel, Utilities, d
                       utility_candidate)
 from .rotation import FRESH_RATIO, FRESH_SLACK_US, RotatingOutputs, SampledReference
 from .timing import Timer, queued_launch_us, single_launch_us, tracked
-from .verify import GuardedBuffer, check_output, random_tensor, reference, shared_inputs, shared_intact
+from .verify import GuardedBuffer, check_output, random_tensor, redraw, reference, shared_inputs, shared_intact
 
 
 ROW_ALIGN = 512  # fp16 elements (1 KiB): each rotated output or workspace starts as aligned as its own allocation would
@@ -165,24 +165,23 @@ class GemmEvaluator:
             for name, buf in (("A", A), ("B", B), ("C", C)) + ((("workspace", W),) if W is not None else ()):
                 if not buf.guards_intact():
                     problems.append(f"wrote outside {name} (guard band changed)")
-            corrupted = [data for data in shared if not shared_intact(data)]
-            for data in corrupted:
-                # written beyond every guard band, into the harness's own data (any distribution's): drawn
-                # again from its seed, so that the candidates after this one are judged against the true product
-                data.update(shared_inputs(problem, data["distribution"], data["seed"], "cuda"))
-            if corrupted:
-                return {"status": "wrong", "error": "wrote into the harness's reference data, outside every "
-                        "buffer it was given", "checks": checks, "launch_us": launch_us}
             for name, buf, saved in (("A", A, inputs["a0"]), ("B", B, inputs["b0"])):
                 if not torch.equal(buf.tensor.view(torch.int16), saved.view(torch.int16)):
                     problems.append(f"modified input {name}")
+            # Every distribution's shared data, not only this launch's: a write past every guard band
+            # lands anywhere. What changed is drawn again from its seed, so that the candidates after this
+            # one are judged against the true product; this one is `wrong`.
+            dirty = [data for data in shared if not shared_intact(data)]
+            for data in dirty:
+                redraw(data, problem, "cuda")
+            if dirty:
+                if not problems:
+                    problems.append("wrote into the data the harness shares between candidates (the reference, "
+                                    "|A| @ |B| or an input copy), outside every buffer it was given")
+                return {"status": "wrong", "error": "; ".join(problems), "checks": checks, "launch_us": launch_us}
             report = check_output(C.tensor, inputs["ref"], inputs["absprod"], problem.K, exact=dist == "small_int")
             checks.append({"distribution": dist, **report.to_dict()})
-            if problems:  # put the shared inputs back for the next candidate
-                for buf, saved in ((A, inputs["a0"]), (B, inputs["b0"])):
-                    buf.tensor.copy_(saved)
-                    buf.restore_guards()
-            if problems or not report.ok:
+            if problems or not report.ok:  # problems here are C's or the workspace's guards: nothing shared
                 return {"status": "wrong", "error": "; ".join(problems + ([report.detail] if report.detail else [])),
                         "checks": checks, "launch_us": launch_us}
             del C, W

@@ -154,8 +154,19 @@ def shared_inputs(problem: Problem, distribution: str, seed: int, device) -> dic
 
 
 def shared_intact(data: dict) -> bool:
-    """Whether shared_inputs' copies and reference still hold what they were drawn with."""
-    return all(fingerprint(data[name]) == value for name, value in data["prints"].items())
+    """Whether shared_inputs' data still holds what it was drawn with: the copies and the reference
+    (fingerprints), the guarded inputs (equal to their copies) and their guard bands."""
+    return (all(fingerprint(data[name]) == value for name, value in data["prints"].items())
+            and all(buf.guards_intact() and torch.equal(buf.tensor.view(torch.int16), data[copy].view(torch.int16))
+                    for buf, copy in ((data["A"], "a0"), (data["B"], "b0"))))
+
+
+def redraw(data: dict, problem: Problem, device) -> None:
+    """shared_inputs' data drawn again in place from its seed (the old tensors released first: for the
+    largest shapes one distribution's data is gigabytes)."""
+    distribution, seed = data["distribution"], data["seed"]
+    data.clear()
+    data.update(shared_inputs(problem, distribution, seed, device))
 
 
 def problem_inputs(problem: Problem, distribution: str, gen: torch.Generator, device) -> tuple[GuardedBuffer, GuardedBuffer]:

@@ -28,7 +28,8 @@ rule sample:
 
 
 # The same prompts from the pretrained model: what bench compares the final model's kernels with, so that
-# the report can say what RL changed (best of k per held-out shape, before and after).
+# the report can say what RL changed (best of k per held-out shape, before and after). The context comes
+# from rl_hgemm's kernel database and the library, as the final model's does, so that only the model differs.
 rule sample_pretrained:
     input:
         config=stage_config("sample"),
@@ -36,6 +37,7 @@ rule sample_pretrained:
         grid=config_file("sample", "grid"),
         model=out("pretrain", "metrics.json"),
         heldout=out("rl_hgemm", "heldout.json"),
+        kernels=out("rl_hgemm", "kernels.sqlite"),
         library=out("tune", "metrics.json"),
     output:
         metrics=out("sample_pretrained", "metrics.json"),
@@ -54,4 +56,4 @@ rule sample_pretrained:
         bench_file("sample_pretrained")
     shell:
         "python -m stages.sample --config {input.config} --model {params.model} --heldout {input.heldout}"
-        " --library {params.library} --corpus {params.corpus} --out {params.out} > {log} 2>&1"
+        " --kernels-db {input.kernels} --library {params.library} --corpus {params.corpus} --out {params.out} > {log} 2>&1"

@@ -3,14 +3,14 @@
 # machine (results/gpu-rl and work/gpu-rl from the one before must still be there); results in
 # benchmarks/rl_runs/.
 #   bash scripts/gpu_rl_runs.sh 1    corpus, tokenizer, pretrain, tune (copied), rl_general (120 s of training)
-#   bash scripts/gpu_rl_runs.sh 2    rl_hgemm (360 s of training, then both models probed)
+#   bash scripts/gpu_rl_runs.sh 2    rl_hgemm (330 s of training with the held-out curve, then both models probed)
 #   bash scripts/gpu_rl_runs.sh 3    sample (both models), bench, library, report
 #   bash scripts/gpu_rl_runs.sh pretrain   corpus, tokenizer, pretrain only (does the model write the format?)
 # Each run writes $OUT/snakemake_<phase>.log and packs results/gpu-rl (no weights) into $OUT/rl_<phase>.tgz.
 source scripts/gpu_env.sh
 PHASE=${1:?phase 1, 2, 3 or pretrain}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
-case "$PHASE" in 1) target=rl_general ;; 2) target=rl_hgemm ;; 3) target=all ;; *) target=$PHASE ;; esac
+case "$PHASE" in 1) target="rl_general tune" ;; 2) target=rl_hgemm ;; 3) target=all ;; *) target=$PHASE ;; esac
 start=$(date +%s)
 # snakemake can take over 30 s to stop a training job: ask at 545 s and kill 15 s later, so that the
 # packing below always runs inside 10 minutes.

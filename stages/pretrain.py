@@ -3,7 +3,7 @@
     python -m stages.pretrain --config configs/default.yaml --corpus results/corpus \\
         --tokenizer results/tokenizer --work work/pretrain --out results/pretrain
 
-Several GPUs, with DeepSpeed ZeRO:
+Several GPUs, with DeepSpeed ZeRO (what the DAG runs with `pretrain.launch`):
 
     torchrun --standalone --nproc_per_node=2 -m stages.pretrain ... --deepspeed configs/deepspeed/zero2.json
 """
@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True,
                    help="output folder: final model and tokenizer, loss_curve.json, samples.jsonl, metrics.json (last)")
     p.add_argument("--deepspeed", default=None,
-                   help="DeepSpeed JSON config (configs/deepspeed/zero2.json or zero3.json), passed to the Trainer")
+                   help="DeepSpeed JSON config (configs/deepspeed/zero2.json or zero3.json), passed to the Trainer; "
+                        "default: the config's launch.deepspeed")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override one setting, e.g. --set train.max_steps=50 (repeatable; value parsed as YAML)")
     return p
@@ -47,7 +48,7 @@ def main(argv=None) -> None:
     from training.pretrain import PretrainConfig, Pretraining
 
     settings = load_settings(PretrainConfig, "pretrain", args.config, args.set, PROG)
-    job = Pretraining(settings, args.corpus, args.tokenizer, args.work, args.deepspeed)
+    job = Pretraining(settings, args.corpus, args.tokenizer, args.work, args.deepspeed or settings.launch.deepspeed)
     metrics = run_training(job, args.work, args.out)
     if metrics is not None:
         keys = ("train_loss", "eval_loss", "perplexity", "tokens_per_second", "mfu", "parse_rate", "compile_rate",

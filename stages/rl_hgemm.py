@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True, action="append",
                    help="experiment config with an 'rl_hgemm' section (configs/default.yaml), or YAML with its "
                         "shapes/context/judge/reward/grpo/probe sections; repeatable: each file laid over the one before")
-    p.add_argument("--model", required=True, help="model folder to start from (stages.rl_general's --out)")
+    p.add_argument("--model", required=True, help="model folder to start from (stages.rl_general's --out, or stages.pretrain's: rl_hgemm.start_from)")
     p.add_argument("--library", default=None,
                    help="seed library folder (table.json + kernels/<name>.cu) for contrastive context; may be missing or empty")
     p.add_argument("--corpus", default=None,

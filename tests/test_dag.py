@@ -140,7 +140,9 @@ def test_override_configs_name_only_what_they_change(name):
 def test_rules_only_wire_with_log_benchmark_and_gpu_resources():
     for stage in STAGES:
         text = (ROOT / "rules" / f"{stage}.smk").read_text()
-        assert f"python -m stages.{stage} " in text and "> {log} 2>&1" in text
+        # pretrain's launcher is python or torchrun (pretrain.launch.processes)
+        launch = "{params.launcher} -m stages.pretrain " if stage == "pretrain" else f"python -m stages.{stage} "
+        assert launch in text and "> {log} 2>&1" in text, stage
         assert "log:" in text and "benchmark:" in text
         assert ("gpu=1" in text) == (stage in GPU_STAGES), stage
         assert "run:" not in text and "script:" not in text  # rules only wire; stages do the work
@@ -150,6 +152,16 @@ def test_rules_only_wire_with_log_benchmark_and_gpu_resources():
     assert local["resources"] == {"gpu": 1}
     slurm = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
     assert slurm["executor"] == "slurm"
+
+
+def test_pretrain_launches_one_process_torchrun_or_one_per_gpu(tmp_path):
+    wf = workflow_copy(tmp_path)
+    for processes, launcher in ((1, "python -m stages.pretrain"),
+                                (2, "torchrun --standalone --nproc-per-node=2 -m stages.pretrain"),
+                                ("gpus", "nvidia-smi -L")):
+        (wf / "launch.yaml").write_text(f"pretrain:\n  launch:\n    processes: {processes}\n")
+        r = snakemake(wf, "-n", "-p", "pretrain", "--configfile", "launch.yaml")
+        assert r.returncode == 0 and launcher in r.stdout, (processes, r.stdout[-2000:] + r.stderr[-2000:])
 
 
 def _fake_outputs(wf: Path) -> None:

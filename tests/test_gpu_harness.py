@@ -216,7 +216,7 @@ def test_a_write_into_the_reference_data_is_blamed_on_its_kernel_and_undone(eval
     assert evaluator.verify(entries[0], problem, 1, shared)["status"] == "ok"
     shared[1]["absprod"].fill_(1e30)  # a looser tolerance for whatever runs next
     res = evaluator.verify(entries[0], problem, 2, shared)
-    assert res["status"] == "wrong" and "reference data" in res["error"], res
+    assert res["status"] == "wrong" and "the harness shares between candidates" in res["error"], res
     assert all(torch.equal(shared[1][name], first[name]) for name in first)
     assert evaluator.verify(entries[1], problem, 3, shared)["status"] == "ok"
 

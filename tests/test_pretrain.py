@@ -135,7 +135,7 @@ def test_whole_experiment_config_and_unknown_keys(tmp_path):
     assert cfg.train.max_steps == 3 and cfg.train.learning_rate == 0.01 and cfg.model.hidden_size == 64
     with pytest.raises(ValueError, match="warmup_stepz"):
         build_dataclass(PretrainConfig, section("pretrain") | {"train": {"warmup_stepz": 1}}, "pretrain")
-    with pytest.raises(ValueError, match=r"pretrain: missing setting\(s\) \['sample'\]"):
+    with pytest.raises(ValueError, match=r"pretrain: missing setting\(s\) \['sample', 'launch'\]"):
         build_dataclass(PretrainConfig, load_stage_config(path, "pretrain"), "pretrain")
     with pytest.raises(ValueError, match="name_or_path"):
         from_config(ModelSettings, "pretrain", "model", init="pretrained")
@@ -305,6 +305,29 @@ def _stage(tmp_path, tokenizer_dir, corpus_dir, *overrides):
         args += ["--set", item]
     main(args)
     return json.loads((tmp_path / "out" / "metrics.json").read_text())
+
+
+@pytest.mark.slow  # two processes training a tiny model on the CPU: ~30 s on 2 cores
+def test_the_stage_trains_data_parallel_under_torchrun(tmp_path, tokenizer_dir, corpus_dir):
+    """pretrain.launch.processes: 2 as rules/pretrain.smk runs it, here on the CPU (gloo): one model, the
+    metrics of rank 0 only, and the global batch twice the per-process one."""
+    import subprocess
+    import sys
+
+    tiny = ["model.hidden_size=32", "model.intermediate_size=64", "model.max_position_embeddings=128",
+            "train.block_size=64", "train.max_steps=4", "train.save_steps=2", "train.eval_steps=2",
+            "train.logging_steps=1", "train.per_device_train_batch_size=4", "train.max_eval_blocks=4",
+            "sample.num_samples=2", "sample.max_new_tokens=12", "sample.compile=false", "train.source_weights={}",
+            "train.dataloader_num_workers=0"]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "stages.pretrain",
+           "--config", str(DEFAULT), "--config", str(SMOKE), "--corpus", corpus_dir, "--tokenizer", tokenizer_dir,
+           "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out")] + [a for kv in tiny for a in ("--set", kv)]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["environment"]["world_size"] == 2, metrics["environment"]
+    assert metrics["train"]["tokens_per_step"] == 64 * 4 * 2  # block x per-process batch x processes
+    assert (tmp_path / "out" / "model.safetensors").is_file()
 
 
 def _crash_after_training(monkeypatch):

@@ -322,3 +322,16 @@ def test_before_after_on_held_out_shapes_with_a_bootstrap_interval():
     sentence, headers, cells = before_after_table(rows)
     assert "2.000x as fast" in sentence and "only the RL-trained model kept one on 1" in sentence
     assert cells[3][1] == "no kernel kept" and cells[3][5] == "—"
+
+
+def test_the_kernel_database_section_counts_the_stage_s_training_only(tmp_path):
+    from hgemm.report.inputs import kernel_db_summary
+    from training.kerneldb import KernelDB
+
+    db = KernelDB(tmp_path / "kernels.sqlite")
+    ok = {"status": "ok", "speedup_vs_best": 0.5, "time_us": 9.0}
+    db.record("rl_hgemm", 1, "b1_m64_n64_k64_NN", "edge", "trained()", ok, -0.7, "policy")
+    db.record("rl_hgemm_heldout", 1, "b1_m96_n96_k96_NN", "edge", "held()", ok | {"speedup_vs_best": 2.0}, 0.7, "policy")
+    db.close()
+    summary = kernel_db_summary(tmp_path / "kernels.sqlite", "rl_hgemm")
+    assert summary["evaluations"] == 1 and [r["problem_key"] for r in summary["best"]] == ["b1_m64_n64_k64_NN"]

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from hgemm.problem import Problem
-from hgemm.verify import (GuardedBuffer, check_output, fingerprint, problem_inputs, random_tensor, reference, shared_inputs,
-                          shared_intact)
+from hgemm.verify import (GuardedBuffer, check_output, fingerprint, problem_inputs, random_tensor, redraw, reference,
+                          shared_inputs, shared_intact)
 
 
 def fp32_gemm(A, B, layout="NN"):
@@ -117,6 +117,17 @@ def test_shared_data_tells_a_write_into_it_and_draws_the_same_again(name):
     flat = data[name].view(-1)
     flat[flat.numel() // 2] = flat[flat.numel() // 2] * 2 + 1  # one element, as a stray store would
     assert not shared_intact(data)
-    again = shared_inputs(problem, "normal", 5, "cpu")
-    assert torch.equal(again[name], saved) and shared_intact(again)
-    assert fingerprint(again["ref"]) != fingerprint(shared_inputs(problem, "normal", 6, "cpu")["ref"])
+    redraw(data, problem, "cpu")
+    assert torch.equal(data[name], saved) and shared_intact(data)
+    assert fingerprint(data["ref"]) != fingerprint(shared_inputs(problem, "normal", 6, "cpu")["ref"])
+
+
+def test_shared_data_tells_a_changed_input_or_guard_band():
+    problem = Problem(40, 24, 72)
+    for change in (lambda d: d["A"].tensor.view(-1).__setitem__(3, 7.0),  # the guarded input itself
+                   lambda d: d["B"].flat.__setitem__(0, d["B"].flat[0] ^ 1)):  # a byte of B's guard band
+        data = shared_inputs(problem, "uniform_pos", 9, "cpu")
+        change(data)
+        assert not shared_intact(data)
+        redraw(data, problem, "cpu")
+        assert shared_intact(data)

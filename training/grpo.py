@@ -45,7 +45,8 @@ OWN_GRPO_KEYS = ("max_prompt_length", "max_train_seconds")
 STAGE_GRPO_KEYS = ("output_dir", "report_to", "logging_dir", "save_strategy", "eval_strategy",
                    "dataloader_num_workers", "dataloader_pin_memory", "disable_tqdm", "activation_checkpointing")
 # Settings that do not change what a checkpoint means: editing them must not block a resume.
-RESUME_NEUTRAL = ("logging_steps", "save_steps", "save_total_limit", "eval_steps", "max_train_seconds",
+RESUME_NEUTRAL = ("logging_steps", "save_steps", "save_total_limit", "eval_steps", "eval_on_start",
+                  "num_generations_eval", "per_device_eval_batch_size", "max_train_seconds",
                   "log_completions", "cache_implementation")
 
 
@@ -187,8 +188,9 @@ def build_grpo_config(section: dict, work_dir: str, has_eval: bool = False):
         kwargs["bf16"] = _use_bf16(kwargs["bf16"])
     if kwargs.get("optim") == "auto":
         kwargs["optim"] = "adamw_torch_fused" if on_gpu else "adamw_torch"
-    if not has_eval:
+    if not has_eval:  # nothing to evaluate: no evaluation at the start either (transformers would refuse)
         kwargs["eval_steps"] = None
+        kwargs["eval_on_start"] = False
     logging_dir = str(Path(work_dir) / "tensorboard")
     os.environ["TENSORBOARD_LOGGING_DIR"] = logging_dir  # where transformers 5.x looks for it
     stage = dict(
@@ -405,7 +407,8 @@ def train_grpo(model, tokenizer, reward_func, train_dataset, grpo: dict, work_di
     # A run whose last checkpoint already reached max_steps is not trained again (resuming would take
     # one extra step); its weights come from that checkpoint.
     finished = last is not None and _checkpoint_state(last).global_step >= args.max_steps
-    clock = TrainClock(grpo["max_train_seconds"])
+    # an evaluation where the time budget stops training, so that the last policy is on the held-out curve
+    clock = TrainClock(grpo["max_train_seconds"], evaluate_on_stop=args.eval_strategy != "no")
     if finished:
         print(f"{last} already reached max_steps ({args.max_steps}): its weights are used, nothing is trained",
               flush=True)
@@ -425,7 +428,7 @@ def train_grpo(model, tokenizer, reward_func, train_dataset, grpo: dict, work_di
         trainer.train(resume_from_checkpoint=last)
     write_json(curves_path, curves_from_history(trainer.state.log_history))
     return {
-        "heldout_curve": heldout_curve_from_history(trainer.state.log_history),
+        **({"heldout_curve": heldout_curve_from_history(trainer.state.log_history)} if eval_dataset is not None else {}),
         "trainer": trainer,
         "global_step": trainer.state.global_step,
         "resumed_from": last,

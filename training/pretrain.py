@@ -101,12 +101,25 @@ class SampleSettings:
 
 
 @dataclass
+class LaunchSettings:
+    """How the DAG starts the stage (rules/pretrain.smk): as one process, or data-parallel under torchrun."""
+
+    processes: int | str  # 1: one process; N: N under torchrun (on CPUs over gloo); gpus: one per visible GPU
+    deepspeed: str | None  # a DeepSpeed JSON (configs/deepspeed/zero2.json, zero3.json) for the Trainer; null: none
+
+    def __post_init__(self):
+        if not (self.processes == "gpus" or (isinstance(self.processes, int) and self.processes >= 1)):
+            raise ValueError(f"launch.processes: {self.processes!r} is neither a count nor 'gpus'")
+
+
+@dataclass
 class PretrainConfig:
     """The `pretrain:` section."""
 
     model: ModelSettings
     train: TrainSettings
     sample: SampleSettings
+    launch: LaunchSettings
 
     def sample_problems(self) -> list[Problem]:
         problems = []
@@ -126,8 +139,9 @@ class PretrainConfig:
 class TrainClock(TrainerCallback):
     """Times optimizer steps (evaluation and checkpoint saves excluded) and enforces max_train_seconds."""
 
-    def __init__(self, max_seconds: float | None):
+    def __init__(self, max_seconds: float | None, evaluate_on_stop: bool = False):
         self.max_seconds = max_seconds
+        self.evaluate_on_stop = evaluate_on_stop
         self.step_seconds = 0.0
         self.steps = 0
         self.stopped_by_budget = False
@@ -148,6 +162,7 @@ class TrainClock(TrainerCallback):
             self.stopped_by_budget = True
             control.should_training_stop = True
             control.should_save = True
+            control.should_evaluate = control.should_evaluate or self.evaluate_on_stop
 
 
 def _agreed(decision: bool, device) -> bool:
@@ -214,6 +229,9 @@ def build_training_arguments(cfg: TrainSettings, work_dir: str, deepspeed: str |
         seed=cfg.seed,
         deepspeed=deepspeed,
         disable_tqdm=False,
+        # several processes without GPUs (torchrun on CPUs): transformers runs them data-parallel only
+        # with a CPU backend named; on GPUs it picks NCCL itself
+        ddp_backend=None if on_gpu or int(os.environ.get("WORLD_SIZE", "1")) == 1 else "gloo",
     )
     kwargs.update(overrides)
     return _training_arguments(**kwargs)

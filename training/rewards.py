@@ -195,7 +195,7 @@ class KernelReward:
         loop = asyncio.get_running_loop()
         rewards, metrics = await loop.run_in_executor(
             self._executor, self.score, completions, problems, problem_key, shape_class, step, context_examples,
-            bool(heldout) and all(heldout))
+            bool(heldout) and any(heldout))  # any: a held-out row is never counted as trained on
         if log_metric is not None:
             for name, value in metrics.items():
                 log_metric(name, value)

@@ -1,8 +1,10 @@
 """HGEMM-specialised GRPO over the size/batch grid, with a held-out set and contrastive prompts.
 
 Shapes (training/heldout.py). The grid is split into held-out shapes and training shapes; held-out
-shapes go to heldout.json and are never prompted, judged or shown as context here. Training shapes
-are grouped into buckets by shape class, layout and size.
+shapes go to heldout.json and are never trained on or shown as context. With shapes.heldout_eval, some
+of them are prompted and judged by TRL's evaluation every grpo.eval_steps steps (the held-out curve,
+metrics `heldout_curve`), recorded in the kernel database under `rl_hgemm_heldout`, apart from
+training. Training shapes are grouped into buckets by shape class, layout and size.
 
 Prompts (training/context.py). One training shape per prompt, with contrastive context as in
 CUDA-L1: the best kernel and a few weaker ones for the nearest shapes, from the kernel database (this
@@ -150,7 +152,9 @@ class HgemmRL:
         self.wall_start = time.perf_counter()
         self.train, self.heldout = split_grid(settings.shapes)
         assert not {p.key for p in self.heldout} & {p.key for p in self.train}
-        self.resume_settings = {"grpo": grpo_resume_settings(settings.grpo), "shapes": asdict(settings.shapes),
+        # the held-out curve's size does not change what a checkpoint means
+        shapes = {k: v for k, v in asdict(settings.shapes).items() if k != "heldout_eval"}
+        self.resume_settings = {"grpo": grpo_resume_settings(settings.grpo), "shapes": shapes,
                                 "context": asdict(settings.context), "reward": asdict(settings.reward)}
         grid = settings.shapes.grid if isinstance(settings.shapes.grid, str) else None  # an inline grid is in the settings
         self.resume_inputs = {"model": model_dir, "library": library_dir, "grid": grid}
@@ -210,7 +214,7 @@ class HgemmRL:
             STAGE, out, db, judge.gpu, "parse+compile+verify+time vs the strongest baseline (GPU)", s.reward,
             summary, self.wall_start, asdict(s),
             best_kernels=best,
-            heldout_curve=summary.pop("heldout_curve", []),
+            heldout_curve=summary.pop("heldout_curve", []),  # [] without shapes.heldout_eval
             probe=probe("bare"),
             probe_context=probe("context") | {"context_examples": {k: n for k, (_, n) in in_context.items()}},
             shapes={"train": len(train), "heldout": len(heldout), "buckets": len(buckets(train)),

@@ -22,34 +22,37 @@ def read_json(path: str | Path | None):
         return None
 
 
-def kernel_db_summary(path: str | Path, top: int = 10) -> dict:
-    """What a finished RL stage's kernel database (kernels.sqlite, written by training.kerneldb) holds:
-    counts, status classes, the commonest failure messages and the best verified kernel per problem.
-    The file is read with plain SQL over its `evaluations` table, read-only, so reading a committed
-    results file never rewrites it."""
+def kernel_db_summary(path: str | Path, stage: str, top: int = 10) -> dict:
+    """What a finished RL stage's kernel database (kernels.sqlite, written by training.kerneldb) holds of
+    that stage's own training (not the rows other stages left, nor its held-out evaluations,
+    `<stage>_heldout`): counts, status classes, the commonest failure messages and the best verified
+    kernel per problem. The file is read with plain SQL over its `evaluations` table, read-only, so
+    reading a committed results file never rewrites it."""
     # immutable: a finished stage's file; no lock files (-shm, -wal) appear beside a committed result
     conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro&immutable=1", uri=True)
     conn.row_factory = sqlite3.Row
+    # the stage's rows only, as a view, so that every query below reads them unchanged
+    conn.execute(f"CREATE TEMP VIEW own AS SELECT * FROM evaluations WHERE stage = {_sql_text(stage)}")
     try:
         one = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
         statuses = {r["status"]: r["n"] for r in conn.execute(
-            "SELECT status, COUNT(*) AS n FROM evaluations GROUP BY status ORDER BY n DESC")}
+            "SELECT status, COUNT(*) AS n FROM own GROUP BY status ORDER BY n DESC")}
         errors: dict[str, int] = {}
-        for (err,) in conn.execute("SELECT error FROM evaluations WHERE status != 'ok' AND error != ''"):
+        for (err,) in conn.execute("SELECT error FROM own WHERE status != 'ok' AND error != ''"):
             line = err.strip().splitlines()[0][:160] if err.strip() else ""
             errors[line] = errors.get(line, 0) + 1
         # A kernel's speedup is its lowest verified measurement on that problem, as training.kerneldb ranks them.
         best = [dict(r) for r in conn.execute(
             "SELECT problem_key, shape_class, sha, MAX(s) AS speedup_vs_best, time_us, speedup_vs_cublas FROM "
             "(SELECT problem_key, shape_class, sha, MIN(speedup_vs_best) AS s, MAX(time_us) AS time_us, "
-            " MIN(speedup_vs_cublas) AS speedup_vs_cublas FROM evaluations "
+            " MIN(speedup_vs_cublas) AS speedup_vs_cublas FROM own "
             " WHERE status = 'ok' AND speedup_vs_best IS NOT NULL GROUP BY problem_key, sha) "
             "GROUP BY problem_key ORDER BY speedup_vs_best DESC")]
         return {
-            "evaluations": one("SELECT COUNT(*) FROM evaluations"),
-            "kernels": one("SELECT COUNT(DISTINCT sha) FROM evaluations"),
-            "problems": one("SELECT COUNT(DISTINCT problem_key) FROM evaluations"),
-            "steps": one("SELECT COUNT(DISTINCT step) FROM evaluations"),
+            "evaluations": one("SELECT COUNT(*) FROM own"),
+            "kernels": one("SELECT COUNT(DISTINCT sha) FROM own"),
+            "problems": one("SELECT COUNT(DISTINCT problem_key) FROM own"),
+            "steps": one("SELECT COUNT(DISTINCT step) FROM own"),
             "verified_problems": len(best),
             "statuses": statuses,
             "top_errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])[:5]),
@@ -57,6 +60,11 @@ def kernel_db_summary(path: str | Path, top: int = 10) -> dict:
         }
     finally:
         conn.close()
+
+
+def _sql_text(value: str) -> str:
+    """A string literal for SQL (a view cannot take parameters)."""
+    return "'" + value.replace("'", "''") + "'"
 
 
 @dataclass
@@ -80,7 +88,7 @@ class ReportInputs:
         path = Path(folder) / "kernels.sqlite" if folder else None
         if path is None or not path.is_file():
             return None
-        return kernel_db_summary(path)
+        return kernel_db_summary(path, stage)
 
     def wall_times(self) -> list[tuple[str, float, float | None]]:
         """(stage, wall seconds, max RSS MB) of each stage Snakemake timed, in pipeline order."""

@@ -440,3 +440,18 @@ def test_time_budget_decision_is_rank_zeros():
     for p in procs:
         p.join(timeout=30)
     assert results == [(0, True, False), (1, True, False)]
+
+
+@pytest.mark.parametrize("evaluate_on_stop", [False, True])
+def test_the_time_budget_stops_after_a_step_saves_and_evaluates_if_asked(evaluate_on_stop):
+    from transformers import TrainerControl
+
+    from training.pretrain import TrainClock
+
+    clock = TrainClock(0.0, evaluate_on_stop=evaluate_on_stop)
+    args, state, control = types.SimpleNamespace(device="cpu"), types.SimpleNamespace(), TrainerControl()
+    clock.on_train_begin(args, state, control)
+    clock.on_step_begin(args, state, control)
+    clock.on_step_end(args, state, control)
+    assert control.should_training_stop and control.should_save and clock.stopped_by_budget
+    assert control.should_evaluate is evaluate_on_stop and clock.steps == 1

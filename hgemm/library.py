@@ -199,8 +199,8 @@ def write_with_entries(base: str | Path, entries: dict[str, dict], kernels: dict
 def copy_library(sources: list[str | Path], problems: list[Problem], out_dir: str | Path) -> dict:
     """Libraries tuned earlier (e.g. the committed benchmarks/tune and benchmarks/sample_tune) as the tune
     stage's output, in place of tuning again: one folder copied, several merged (merge_libraries), with
-    their kernels and one results file (bench.json: every folder's measured shapes, the first one's
-    environment). Checked to cover every problem (an entry or a pending shape of some table). Returns
+    their kernels and one results file (bench.json: every folder's measured shapes, a shape two tuned
+    once per run, and the first one's environment). Checked to cover every problem (an entry or a pending shape of some table). Returns
     the table; a folder that is not such a library raises ValueError."""
     sources = [Path(f) for f in sources]
     results = []
@@ -223,6 +223,8 @@ def copy_library(sources: list[str | Path], problems: list[Problem], out_dir: st
                 (out / name).write_text((sources[0] / name).read_text())
     else:
         table = merge_libraries(sources, out)
+        for name in ("summary.md", "goals.md"):  # a single library's, left by an earlier copy into this folder
+            (out / name).unlink(missing_ok=True)
     covered = set(table.get("entries", {})) | set(table.get("pending", []))
     missing = [p.key for p in problems if p.key not in covered]
     if missing:

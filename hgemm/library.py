@@ -110,6 +110,18 @@ def tma_compatible(cand: Candidate, problem: Problem) -> bool:
     return all(t.staged or operand_shape(t.operand, problem)[2] % 8 == 0 for t in cand.spec.tensor_maps)
 
 
+def write_kernels(out_dir: Path, texts: dict[str, str]) -> None:
+    """out_dir/kernels/ holding exactly these kernel texts (by name): a kernel an earlier write left and
+    this one does not name is removed, so the folder never serves a kernel its table does not."""
+    folder = out_dir / "kernels"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        (folder / f"{name}.cu").write_text(text)
+    for stale in folder.glob("*.cu"):
+        if stale.stem not in texts:
+            stale.unlink()
+
+
 def merge_libraries(folders: list[str | Path], out_dir: str | Path) -> dict:
     """One library from several tune folders: every tuned shape of any of them, and where two tuned the
     same shape, the entry with the higher speedup over its run's strongest baseline (each run measures
@@ -147,11 +159,7 @@ def merge_libraries(folders: list[str | Path], out_dir: str | Path) -> dict:
         for name in e.get("references") or {}:
             take(Path(e["from"]), name, required=False)
     take(first_folder, first["fallback"])
-    (out / "kernels").mkdir(parents=True, exist_ok=True)
-    for stale in (out / "kernels").glob("*.cu"):  # left by an earlier merge into this folder
-        stale.unlink()
-    for name, text in texts.items():
-        (out / "kernels" / f"{name}.cu").write_text(text)
+    write_kernels(out, texts)
     (out / "table.json").write_text(json.dumps(merged, indent=1))
     return merged
 
@@ -184,14 +192,9 @@ def write_with_entries(base: str | Path, entries: dict[str, dict], kernels: dict
     base, out = Path(base), Path(out_dir)
     table = json.loads((base / "table.json").read_text())
     table["entries"] = {**table.get("entries", {}), **entries}
-    (out / "kernels").mkdir(parents=True, exist_ok=True)
     names = {e["kernel"] for e in table["entries"].values()} | {table["fallback"]}
-    for name in sorted(names):
-        text = kernels[name] if name in kernels else (base / "kernels" / f"{name}.cu").read_text()
-        (out / "kernels" / f"{name}.cu").write_text(text)
-    for stale in (out / "kernels").glob("*.cu"):  # a kernel an earlier write named and this table does not
-        if stale.stem not in names:
-            stale.unlink()
+    write_kernels(out, {name: kernels[name] if name in kernels else (base / "kernels" / f"{name}.cu").read_text()
+                        for name in sorted(names)})
     (out / "table.json").write_text(json.dumps(table, indent=1))
     return table
 
@@ -213,11 +216,7 @@ def copy_library(sources: list[str | Path], problems: list[Problem], out_dir: st
     out = Path(out_dir)
     if len(sources) == 1:
         table = json.loads(read_user_text(sources[0] / "table.json"))
-        (out / "kernels").mkdir(parents=True, exist_ok=True)
-        for stale in (out / "kernels").glob("*.cu"):
-            stale.unlink()
-        for path in (sources[0] / "kernels").glob("*.cu"):
-            (out / "kernels" / path.name).write_text(path.read_text())
+        write_kernels(out, {path.stem: path.read_text() for path in (sources[0] / "kernels").glob("*.cu")})
         for name in ("summary.md", "goals.md"):
             if (sources[0] / name).is_file():
                 (out / name).write_text((sources[0] / name).read_text())

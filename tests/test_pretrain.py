@@ -291,19 +291,23 @@ def test_cli_help_on_every_flag():
     assert e.value.code == 0
 
 
+# The stage at a size that trains in seconds on the CPU (the synthetic corpus has no source column).
+TINY = ["model.hidden_size=32", "model.intermediate_size=64", "model.max_position_embeddings=128",
+        "train.block_size=64", "train.max_steps=4", "train.save_steps=2", "train.eval_steps=2",
+        "train.logging_steps=1", "train.per_device_train_batch_size=4", "train.max_eval_blocks=4",
+        "sample.num_samples=2", "sample.max_new_tokens=12", "sample.compile=false", "train.source_weights={}"]
+
+
+def _stage_args(tmp_path, tokenizer_dir, corpus_dir, *overrides) -> list[str]:
+    args = ["--config", str(DEFAULT), "--config", str(SMOKE), "--corpus", corpus_dir, "--tokenizer", tokenizer_dir,
+            "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out")]
+    return args + [a for item in TINY + list(overrides) for a in ("--set", item)]
+
+
 def _stage(tmp_path, tokenizer_dir, corpus_dir, *overrides):
     from stages.pretrain import main
 
-    tiny = ["model.hidden_size=32", "model.intermediate_size=64", "model.max_position_embeddings=128",
-            "train.block_size=64", "train.max_steps=4", "train.save_steps=2", "train.eval_steps=2",
-            "train.logging_steps=1", "train.per_device_train_batch_size=4", "train.max_eval_blocks=4",
-            "sample.num_samples=2", "sample.max_new_tokens=12", "sample.compile=false",
-            "train.source_weights={}"]  # the synthetic corpus has no source column
-    args = ["--config", str(DEFAULT), "--config", str(SMOKE), "--corpus", corpus_dir, "--tokenizer", tokenizer_dir,
-            "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out")]
-    for item in tiny + list(overrides):
-        args += ["--set", item]
-    main(args)
+    main(_stage_args(tmp_path, tokenizer_dir, corpus_dir, *overrides))
     return json.loads((tmp_path / "out" / "metrics.json").read_text())
 
 
@@ -314,14 +318,8 @@ def test_the_stage_trains_data_parallel_under_torchrun(tmp_path, tokenizer_dir, 
     import subprocess
     import sys
 
-    tiny = ["model.hidden_size=32", "model.intermediate_size=64", "model.max_position_embeddings=128",
-            "train.block_size=64", "train.max_steps=4", "train.save_steps=2", "train.eval_steps=2",
-            "train.logging_steps=1", "train.per_device_train_batch_size=4", "train.max_eval_blocks=4",
-            "sample.num_samples=2", "sample.max_new_tokens=12", "sample.compile=false", "train.source_weights={}",
-            "train.dataloader_num_workers=0"]
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "stages.pretrain",
-           "--config", str(DEFAULT), "--config", str(SMOKE), "--corpus", corpus_dir, "--tokenizer", tokenizer_dir,
-           "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out")] + [a for kv in tiny for a in ("--set", kv)]
+           *_stage_args(tmp_path, tokenizer_dir, corpus_dir, "train.dataloader_num_workers=0")]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())

@@ -18,7 +18,7 @@ from .bench import run_bench
 from .compile import name_source
 from .entry import BASELINES, TIMING_METHODS, EvalOptions
 from .files import UnreadableFile, read_user_text
-from .library import Library, merge_libraries
+from .library import DISPATCH_RULES, Library, merge_libraries
 from .pool import compile_all, visible_gpus
 from .problem import GridError, Problem, load_grid, select_problems
 from .summary import goals_markdown, libraries_markdown, markdown
@@ -126,7 +126,7 @@ def cmd_merge(args) -> int:
         if not (Path(path) / "table.json").is_file():
             raise user_error(f"{path}: not a tuned library (no table.json)")
     try:
-        table = merge_libraries(args.libraries, args.out)
+        table = merge_libraries(args.libraries, args.out, dispatch=args.dispatch)
     except (ValueError, OSError, KeyError) as e:  # clashing kernels, a kernel file the table names missing
         raise user_error(f"merge: {e}") from None
     sources = Counter(e["from"] for e in table["entries"].values())
@@ -253,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     g = sub.add_parser("merge", help="one library from several tune folders: every shape, the faster entry where both tuned it")
     g.add_argument("libraries", nargs="+", help="tuned library folders (the first one's fallback is kept)")
     g.add_argument("--out", required=True, help="folder for the merged table.json and kernels/")
+    g.add_argument("--dispatch", choices=DISPATCH_RULES, default="measured",
+                   help="how the library serves shapes it has no entry for (hgemm.library)")
     g.set_defaults(fn=cmd_merge)
 
     m = sub.add_parser("summarize", help="the Markdown summary (or the library's per-class goals) of an existing results JSON")

@@ -9,12 +9,13 @@ earns a GPU check on shapes no tune saw (`hgemm bench --library A --library B`).
 
 Rules (each picks among the kernels that won some other shape and fit s: layout, TMA row pitch):
 - nearest: the kernel of the nearest tuned shape of the same layout in (log M, log N, log K, log
-  batch), what hgemm.library.Library.lookup does;
+  batch), hgemm.library's `nearest` dispatch;
 - nearest_aligned: the same distance plus a penalty where the two shapes differ in whether an
   operand's rows are 16-byte aligned (TMA's condition) or are a 128-byte multiple;
 - measured: every kernel that won another shape, scored by its measured slowdown against the winner
   on the 8 nearest shapes (alignment-aware distance, weighted by 1 / (1 + distance); a shape whose
-  tune did not time it counts as UNTIMED_SLOWDOWN); the lowest score wins.
+  tune did not time it counts as UNTIMED_SLOWDOWN); the lowest score wins: hgemm.library's `measured`
+  dispatch (hgemm.library.measured_pick).
 
     python -m hgemm.dispatch_eval benchmarks/tune benchmarks/sample_tune --out benchmarks/dispatch/loo.json
 """
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -31,15 +31,11 @@ from pathlib import Path
 
 from .candidate import Candidate, parse_candidate
 from .files import write_json
-from .library import log_distance, tma_compatible, tune_results
-from .params import operand_shape
+from .library import NEIGHBOURS, aligned_distance, log_distance, measured_pick, tma_compatible, tune_results
 from .problem import Problem
 from .summary import BESIDE, geomean
 
 RULES = ("nearest", "nearest_aligned", "measured")
-NEIGHBOURS = 8  # shapes the measured rule averages over
-ALIGN_PENALTY = 1.0  # in log2 units of distance: as far as a factor 2 in one dimension
-UNTIMED_SLOWDOWN = 1.3  # what the measured rule assumes of a kernel a neighbour's tune did not time
 
 
 @dataclass(frozen=True)
@@ -72,15 +68,6 @@ def load_shapes(folders: list[str | Path]) -> tuple[list[Shape], dict[str, Path]
     return list(shapes.values()), texts
 
 
-def _alignment(p: Problem) -> tuple[bool, bool]:
-    pitches = [operand_shape(op, p)[2] for op in "AB"]
-    return all(x % 8 == 0 for x in pitches), all(x % 64 == 0 for x in pitches)
-
-
-def _aligned_distance(a: Problem, b: Problem) -> float:
-    return log_distance(a, b) + ALIGN_PENALTY * sum(x != y for x, y in zip(_alignment(a), _alignment(b)))
-
-
 class Rules:
     """The rules over one set of tuned shapes; `pick(rule, shape)` leaves that shape out."""
 
@@ -111,27 +98,17 @@ class Rules:
             raise ValueError(f"unknown rule {rule!r}; rules: {', '.join(RULES)}")
         p = shape.problem
         if rule in ("nearest", "nearest_aligned"):
-            distance = log_distance if rule == "nearest" else _aligned_distance
+            distance = log_distance if rule == "nearest" else aligned_distance
             for _, other in self._others(shape, distance):
                 if self.fits(other.winner, p):
                     return other.winner
             return None
         if rule == "measured":
-            near = self._others(shape, _aligned_distance)[:NEIGHBOURS]
+            near = self._others(shape, aligned_distance)[:NEIGHBOURS]
             # kernels that won some other shape (the left-out shape's own winner only if it won another too)
-            candidates = dict.fromkeys(n for _, o in near for n in o.times
-                                       if self._wins[n] > (n == shape.winner) and self.fits(n, p))
-            best, best_score = None, math.inf
-            for name in candidates:
-                # a neighbour whose tune did not time the kernel (its estimate ranked it out) counts as
-                # UNTIMED_SLOWDOWN, so a kernel timed once, and fast there, does not win on luck
-                logs = [math.log(o.times[name] / o.times[o.winner]) if name in o.times else math.log(UNTIMED_SLOWDOWN)
-                        for _, o in near]
-                weights = [1 / (1 + d) for d, _ in near]
-                score = sum(w * x for w, x in zip(weights, logs)) / sum(weights)
-                if score < best_score - 1e-9:
-                    best, best_score = name, score
-            return best
+            names = dict.fromkeys(n for _, o in near for n in o.times if self._wins[n] > (n == shape.winner))
+            ratios = [(d, {n: t / o.times[o.winner] for n, t in o.times.items()}) for d, o in near]
+            return measured_pick(ratios, names, lambda n: self.fits(n, p))
         raise AssertionError(rule)
 
 

@@ -1,12 +1,20 @@
 """The tuned kernel library: a dispatch table from shape to the fastest verified kernel (`hgemm.matmul`,
 in hgemm/ops.py, launches it).
 
-Lookup order for a problem: the exact shape in the table; else the nearest tuned shape of the same
-layout (distance in log M, log N, log K, log batch) whose kernel supports the shape, among the seed
-families' entries (a model's kernel serves only the shape it was verified and timed on); else the safe
-generic kernel (the table's fallback). Every family kernel is correct for any M, N, K (predicated edge
-tiles), so a nearest-bucket kernel is slower at worst, never wrong; its launch spec is still checked
-against the shape before it is used.
+Lookup order for a problem: the exact shape in the table; else a kernel chosen from the tuned shapes
+of the same layout, among the seed families' entries (a model's kernel serves only the shape it was
+verified and timed on); else the safe generic kernel (the table's fallback). The table's `dispatch`
+says how an unseen shape is served:
+- `measured` (what a tune, merge or copy writes): every tuned winner that fits the shape is scored by
+  its measured slowdown against each of the NEIGHBOURS nearest tuned shapes' winners (alignment-aware
+  distance, weighted by 1 / (1 + distance); a neighbour whose tune did not time it counts
+  UNTIMED_SLOWDOWN), from the entries' `timed` ratios; the lowest score wins. Where no neighbour has
+  timings it is `nearest`;
+- `nearest` (a table without the key): the kernel of the nearest tuned shape (distance in log M, N, K,
+  batch) that supports the shape.
+hgemm.dispatch_eval compares the rules offline, each tuned shape left out in turn. Every family kernel
+is correct for any M, N, K (predicated edge tiles), so a kernel chosen for another shape is slower at
+worst, never wrong; its launch spec is still checked against the shape before it is used.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from .candidate import Candidate, SpecError, parse_candidate
 from .files import read_user_text
 from .params import operand_shape
 from .problem import Problem
+from .summary import BESIDE
 
 # the pipeline's final library (stages.library: the tuned one with the model's winning kernels)
 DEFAULT_LIBRARY = Path(__file__).resolve().parent.parent / "results" / "library"
@@ -32,10 +41,60 @@ class Choice:
     how: str  # "exact", "nearest <key>" or "fallback"
 
 
+DISPATCH_RULES = ("measured", "nearest")
+NEIGHBOURS = 8  # tuned shapes the measured rule averages over
+ALIGN_PENALTY = 1.0  # in log2 units of distance: as far as a factor 2 in one dimension
+UNTIMED_SLOWDOWN = 1.3  # what the measured rule assumes of a kernel a neighbour's tune did not time
+
+
 def log_distance(a: Problem, b: Problem) -> float:
-    """Distance between two shapes in log2 M, N, K and batch: the lookup's notion of nearest."""
+    """Distance between two shapes in log2 M, N, K and batch: the nearest rule's notion of nearest."""
     return math.sqrt(sum((math.log2(x) - math.log2(y)) ** 2
                          for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K), (a.batch, b.batch))))
+
+
+def _alignment(p: Problem) -> tuple[bool, bool]:
+    pitches = [operand_shape(op, p)[2] for op in "AB"]
+    return all(x % 8 == 0 for x in pitches), all(x % 64 == 0 for x in pitches)
+
+
+def aligned_distance(a: Problem, b: Problem) -> float:
+    """log_distance plus ALIGN_PENALTY where the shapes differ in whether every operand's rows are
+    16-byte aligned (TMA's condition) or 128-byte multiples: the kernels that win differ across both."""
+    return log_distance(a, b) + ALIGN_PENALTY * sum(x != y for x, y in zip(_alignment(a), _alignment(b)))
+
+
+def measured_pick(near: list[tuple[float, dict[str, float]]], names, fits) -> str | None:
+    """The measured rule: of `names` (kernels that won some tuned shape) those that `fits`, the one with
+    the lowest distance-weighted mean log slowdown over `near` ((distance, {kernel: its time over that
+    shape's winner's}) of the nearest tuned shapes); None if none fits."""
+    weights = [1 / (1 + d) for d, _ in near]
+    best, best_score = None, math.inf
+    for name in names:
+        if not fits(name):
+            continue
+        # a neighbour whose tune did not time the kernel (its estimate ranked it out) counts as
+        # UNTIMED_SLOWDOWN, so a kernel timed once, and fast there, does not win on luck
+        logs = [math.log(timed[name] if name in timed else UNTIMED_SLOWDOWN) for _, timed in near]
+        score = sum(w * x for w, x in zip(weights, logs)) / sum(weights)
+        if score < best_score - 1e-9:
+            best, best_score = name, score
+    return best
+
+
+def timed_ratios(candidates: dict[str, dict], winner_us: float) -> dict[str, float]:
+    """What a tune timed on one shape ({name: result} of its bench record): each verified kernel's time
+    over the winner's, a kernel timed `beside:` under its own name."""
+    return {name.removeprefix(BESIDE): round(r["time_us"] / winner_us, 4) for name, r in candidates.items()
+            if r.get("status") == "ok" and r.get("time_us")}
+
+
+def attach_timed(entries: dict[str, dict], results: dict | None) -> None:
+    """Give every entry without `timed` the ratios its tune measured (results: the tune's bench.json)."""
+    for pr in (results or {}).get("problems", []):
+        entry = entries.get(Problem.from_dict(pr["problem"]).key)
+        if entry is not None and "timed" not in entry and entry.get("time_us"):
+            entry["timed"] = timed_ratios(pr.get("candidates", {}), entry["time_us"])
 
 
 class Library:
@@ -44,6 +103,9 @@ class Library:
         table = json.loads((self.path / "table.json").read_text())
         self.entries: dict[str, dict] = table.get("entries", {})
         self.fallback: str = table["fallback"]
+        self.dispatch: str = table.get("dispatch", "nearest")
+        if self.dispatch not in DISPATCH_RULES:
+            raise ValueError(f"{self.path}: dispatch {self.dispatch!r} is not one of {', '.join(DISPATCH_RULES)}")
         self._candidates: dict[str, Candidate] = {}
 
     def candidate(self, name: str) -> Candidate:
@@ -65,8 +127,16 @@ class Library:
         if entry and self._fits(self.candidate(entry["kernel"]), problem):
             return Choice(entry["kernel"], self.candidate(entry["kernel"]), "exact")
         # a model's kernel (source "model", stages.library) was verified on its own shape only: exact hits
-        tuned = sorted((log_distance(problem, Problem.from_key(k)), k) for k, e in self.entries.items()
-                       if k.endswith("_" + problem.layout) and e.get("source") != "model")
+        family = [k for k, e in self.entries.items() if k.endswith("_" + problem.layout) and e.get("source") != "model"]
+        if self.dispatch == "measured":
+            near = sorted((aligned_distance(problem, Problem.from_key(k)), k) for k in family)[:NEIGHBOURS]
+            timed = [(d, self.entries[k]["timed"]) for d, k in near if self.entries[k].get("timed")]
+            if timed:
+                winners = dict.fromkeys(self.entries[k]["kernel"] for k in family)
+                name = measured_pick(timed, winners, lambda n: self._fits(self.candidate(n), problem))
+                if name:
+                    return Choice(name, self.candidate(name), f"measured {near[0][1]}")
+        tuned = sorted((log_distance(problem, Problem.from_key(k)), k) for k in family)
         for _, key in tuned:
             name = self.entries[key]["kernel"]
             if self._fits(self.candidate(name), problem):
@@ -122,11 +192,13 @@ def write_kernels(out_dir: Path, texts: dict[str, str]) -> None:
             stale.unlink()
 
 
-def merge_libraries(folders: list[str | Path], out_dir: str | Path) -> dict:
+def merge_libraries(folders: list[str | Path], out_dir: str | Path, dispatch: str = "measured") -> dict:
     """One library from several tune folders: every tuned shape of any of them, and where two tuned the
     same shape, the entry with the higher speedup over its run's strongest baseline (each run measures
     its own baselines, so the ratio, not the time, is compared); each entry says which folder it came
-    from (`from`). The fallback, the environment and the arch are the first folder's. Writes table.json
+    from (`from`) and what its tune timed on its shape (`timed`, from the folder's bench.json where it has
+    one), and unseen shapes go by `dispatch`. The fallback, the environment and the arch are the first
+    folder's. Writes table.json
     and kernels/ (the entries' kernels, their timed reference kernels and the fallback; nothing else)
     under out_dir; returns the table."""
     if not folders:
@@ -140,8 +212,10 @@ def merge_libraries(folders: list[str | Path], out_dir: str | Path) -> dict:
             if kept is None or (entry.get("speedup_vs_best") or 0) > (kept.get("speedup_vs_best") or 0):
                 entries[key] = dict(entry, **{"from": str(folder)})
     first_folder, first = tables[0]
+    for folder, _ in tables:
+        attach_timed({k: e for k, e in entries.items() if e["from"] == str(folder)}, tune_results(folder))
     merged = {"arch": first.get("arch"), "gpu_run": first.get("gpu_run"), "env": first.get("env"),
-              "entries": dict(sorted(entries.items())), "fallback": first["fallback"],
+              "entries": dict(sorted(entries.items())), "fallback": first["fallback"], "dispatch": dispatch,
               "merged_from": [str(f) for f, _ in tables],
               "pending": sorted({k for _, t in tables for k in t.get("pending", [])} - set(entries))}
     texts: dict[str, str] = {}
@@ -216,6 +290,8 @@ def copy_library(sources: list[str | Path], problems: list[Problem], out_dir: st
     out = Path(out_dir)
     if len(sources) == 1:
         table = json.loads(read_user_text(sources[0] / "table.json"))
+        attach_timed(table.get("entries", {}), results[0])
+        table["dispatch"] = "measured"
         write_kernels(out, {path.stem: path.read_text() for path in (sources[0] / "kernels").glob("*.cu")})
         for name in ("summary.md", "goals.md"):
             if (sources[0] / name).is_file():

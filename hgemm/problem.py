@@ -22,6 +22,8 @@ import yaml
 from .files import UnreadableFile, read_user_text
 
 LAYOUTS = ("NN", "TN")
+# The H200's SMs: what shortlists and applicability rules assume of the target (the GPU decides)
+NUM_SMS = 132
 
 
 @dataclass(frozen=True, order=True)

@@ -40,13 +40,12 @@ from .compile import detect_arch
 from .entry import EvalOptions
 from .envinfo import environment
 from .files import UnreadableFile, config_hash, read_user_text, write_json
-from .library import Library, tune_results
+from .library import Library, timed_ratios, tune_results
 from .params import operand_shape
 from .pool import compile_all
-from .problem import Problem
+from .problem import NUM_SMS, Problem
 from .summary import BESIDE, beside_markdown, goals_markdown, markdown
 
-NUM_SMS = 132  # H200; the estimate only ranks variants, the GPU decides
 # The table's fallback: an mma.sync family kernel that takes any M, N, K, batch and both layouts
 # (predicated edges, the pair-load path for rows that are not 16-byte aligned, no TMA, no workspace).
 FALLBACK = {"bm": 128, "bn": 128, "bk": 32, "warps_m": 2, "warps_n": 4, "min_blocks": 2, "stages": 4,
@@ -55,6 +54,10 @@ FALLBACK_NAME = mma_sync.name(FALLBACK)
 # kernels_corpus/reference/<stem>.cu timed on every shape as reference_<stem>; naive and smem_tiled are
 # left out, as they take seconds a launch at 16384^3 and are never close
 REFERENCES = ("mma_sync", "mma_pipelined")
+# CTAs of one SM each that the H200 runs at once, by cluster size: a cluster's CTAs share a GPC, so 30
+# clusters of 4 and 15 of 8 fit, not 33 and 16 (cuOccupancyMaxActiveClusters,
+# benchmarks/split_k/cluster_occupancy.json). A cluster split-K grid past that runs a second round.
+CLUSTER_CTAS_AT_ONCE = {1: NUM_SMS, 2: NUM_SMS, 4: 120, 8: 120}
 DEFAULT_TILES = 5  # distinct tile shapes per family and problem
 
 
@@ -71,6 +74,8 @@ def estimate(params: dict, problem: Problem) -> float:
     split = params.get("split_k", 1)
     ctas = _cdiv(problem.M, bm) * _cdiv(problem.N, bn) * problem.batch * split
     slots = NUM_SMS * max(1, params.get("min_blocks", 1))
+    if "consumers" in params:   # wgmma: one CTA an SM, clusters of cluster x split_k CTAs within a GPC
+        slots = CLUSTER_CTAS_AT_ONCE[params.get("cluster", 1) * split]
     waves = _cdiv(ctas, slots)
     intensity = (bm * bn / (bm + bn)) / (128 * 256 / 384)
     work = bm * bn * _cdiv(problem.K, split) / max(1, params.get("min_blocks", 1))
@@ -213,7 +218,7 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
     results["grid"] = "tune shortlist"
     results["pruned_by_resources"] = sorted(pruned)
     table = {"arch": results["arch"], "gpu_run": results["gpu_run"], "entries": {}, "fallback": FALLBACK_NAME,
-             "env": results["env"], "pending": pending}
+             "env": results["env"], "pending": pending, "dispatch": "measured"}
     used = set(references)
     for pr in results["problems"]:
         problem = Problem.from_dict(pr["problem"])
@@ -227,7 +232,8 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
                                          "speedup_vs_cublas": r.get("speedup_vs_cublas"),
                                          "best_baseline": pr.get("best_baseline"),
                                          "shape_class": problem.shape_class,
-                                         "references": {n: r.get("speedup_vs_best") for n, r in ok if n in references}}
+                                         "references": {n: r.get("speedup_vs_best") for n, r in ok if n in references},
+                                         "timed": timed_ratios(pr["candidates"], r["time_us"])}
         if problem in current:
             old = pr["candidates"].get(current[problem], {})
             table["entries"][problem.key]["beside"] = {

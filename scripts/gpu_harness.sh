@@ -4,15 +4,16 @@
 #                                       # the timing guards cost honest kernels
 #   bash scripts/gpu_harness.sh grid    # the library over the default grid in both timing regimes,
 #                                       # with clocks and throttle reasons per contender
-#   bash scripts/gpu_harness.sh retune  # the families (header renders) tuned over the default grid, each
-#                                       # shape's winner timed beside benchmarks/tune's kernel in one run
+#   bash scripts/gpu_harness.sh retune [GRID]  # the families (header renders) tuned over a grid (the
+#                                       # default grid), each shape's winner timed beside benchmarks/tune's
+#                                       # kernel in one run
 #   bash scripts/gpu_harness.sh sample  # the families tuned over the fitting part of the shape sample (in
 #                                       # parts, beside benchmarks/tune); merged with benchmarks/tune, both
-#                                       # libraries side by side on the held-out part
+#                                       # libraries side by side on the held-out part (BENCH=0: tune only)
 #   bash scripts/gpu_harness.sh bench GRID  # a library's choice per shape over a grid, beside every baseline
 #                                       # (LIB=folder, default benchmarks/tune)
 # Raw results (JSON with the environment) and logs go to $OUT; a short table is printed last.
-# TESTS="tests/test_gpu_harness.py ..." runs fewer GPU test files.
+# TESTS="tests/test_gpu_harness.py ..." runs fewer GPU test files; THROUGHPUT=0 leaves out the throughput run.
 source scripts/gpu_env.sh
 set -o pipefail
 mode=${1:-tests}
@@ -23,7 +24,7 @@ tests)
   tests=${TESTS:-tests}
   # shellcheck disable=SC2086
   timeout 400 python3 -m pytest -m gpu -q -p no:cacheprovider $tests 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
-  timeout 100 python3 benchmarks/harness_throughput.py --candidates 48 --source families \
+  [ "${THROUGHPUT:-1}" = 1 ] && timeout 100 python3 benchmarks/harness_throughput.py --candidates 48 --source families \
     --out "$OUT/harness_throughput_families.json" 2>&1 | tail -8
   # OVERHEAD=1: also what the timing guards cost honest kernels (~2 minutes)
   if [ "${OVERHEAD:-0}" = 1 ]; then
@@ -42,13 +43,15 @@ grid)
     --out "$OUT/timing_regimes.md"
   ;;
 retune)
-  # in parts: each shape's result stays in results/retune/progress; a later call carrying results/retune
-  # goes on from there. What comes back: $OUT/retune.tgz (the table, kernels, bench.json, progress)
-  timeout 540 python3 -m hgemm.cli tune --grid configs/grids/default.yaml --out results/retune --tiles 2 \
-    --beside benchmarks/tune --max-seconds 420 > "$OUT/retune.log" 2>&1
+  # in parts: each shape's result stays in results/retune*/progress; a later call carrying that folder
+  # goes on from there. What comes back: $OUT/retune*.tgz (the table, kernels, bench.json, progress)
+  grid=${2:-configs/grids/default.yaml}
+  out=results/retune${2:+_$(basename "$grid" .yaml)}
+  timeout "${TUNE_LIMIT:-540}" python3 -m hgemm.cli tune --grid "$grid" --out "$out" --tiles "${TILES:-2}" \
+    --beside benchmarks/tune --max-seconds "${TUNE_SECONDS:-420}" > "$OUT/$(basename "$out").log" 2>&1
   echo "retune: rc $?"
-  tar czf "$OUT/retune.tgz" results/retune
-  tail -3 results/retune/beside.md
+  tar czf "$OUT/$(basename "$out").tgz" "$out"
+  tail -3 "$out/beside.md"
   ;;
 sample)
   # goes on from benchmarks/sample_tune's saved results where the settings still match (and resumable
@@ -61,6 +64,7 @@ sample)
   echo "sample tune: rc $?"
   tar czf "$OUT/sample_tune.tgz" results/sample_tune
   tail -1 results/sample_tune/beside.md
+  [ "${BENCH:-1}" = 1 ] || exit 0
   python3 -m hgemm.cli merge benchmarks/tune results/sample_tune --out results/merged
   for part in "skinny small_k batched" "general large_k"; do
     n=${part%% *}

@@ -474,14 +474,21 @@ def test_wgmma_spec_and_applicability():
         assert spec.block[0] == 128 * (1 + p["consumers"])
         assert f"__launch_bounds__({spec.block[0]}, 1)" in text
         grid, _, smem, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=132))
-        assert grid == (132, 1, 1) and smem <= 227 * 1024
+        ctas = p.get("cluster", 1) * p.get("split_k", 1)   # a cluster's CTAs; grids are whole clusters
+        assert grid == (132 // ctas * ctas, 1, 1) and smem <= 227 * 1024
         grid, _, _, _ = spec.launch_dims(dict(M=100, N=64, K=8, batch=1, num_sms=132))
         # a staged grid is every SM, tiles or not: each CTA copies its share before the barrier; a
         # cluster grid is whole clusters (the second CTA's tile lies past M here)
-        cl = p.get("cluster", 1)
+        # a split-K grid is one cluster of split_k CTAs a tile
+        cl, sk = p.get("cluster", 1), p.get("split_k", 1)
         tiles = -(-100 // p["bm"]) * -(-64 // p["bn"])
-        assert grid == ((132, 1, 1) if p.get("loader") == "staged" else (cl if cl > 1 else tiles, 1, 1))
-        assert ("__cluster_dims__(2, 1, 1)" in text) == (cl == 2)
+        assert grid == ((132, 1, 1) if p.get("loader") == "staged" else (cl if cl > 1 else sk * tiles, 1, 1))
+        assert ("__cluster_dims__(2, 1, 1)" in text) == (cl * sk == 2)
+        assert (f"__cluster_dims__({sk}, 1, 1)" in text) == (sk > 1)
+        if sk > 1:
+            assert p.get("epilogue", "registers") == "registers" and cl == 1 and p.get("loader", "tma") == "tma"
+            grid, _, _, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=131))
+            assert grid == (131 // sk * sk, 1, 1)
         if cl > 1:
             grid, _, _, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=131))
             assert grid == (130, 1, 1)   # an odd SM count: whole clusters only
@@ -494,6 +501,14 @@ def test_wgmma_spec_and_applicability():
     assert wgmma.applicable(big, Problem(4095, 4096, 4096))          # an odd M is only a ragged edge
     assert not wgmma.applicable(big, Problem(1, 4096, 4096))         # skinny: not this family
     assert not wgmma.applicable(big, Problem(256, 256, 256))         # too few tiles for 128x256
+    # cluster split-K: few tiles and a long K (32 tiles of 128 x 128 on 132 SMs), not many tiles or a short K
+    split4 = dict(bm=128, bn=128, consumers=1, stages=4, group_m=8, split_k=4)
+    assert split4 in wgmma.variants()
+    assert wgmma.applicable(split4, Problem(1024, 512, 12288))
+    assert wgmma.applicable(split4, Problem(1024, 512, 12288, layout="TN"))
+    assert not wgmma.applicable(split4, Problem(4096, 4096, 4096))    # 1024 tiles fill the GPU already
+    assert not wgmma.applicable(split4, Problem(1024, 512, 960))      # 15 k tiles: shares under 4
+    assert not wgmma.applicable(split4, Problem(1024, 512, 12289))    # the TMA loader's pitches still hold
     staged = [p for p in wgmma.variants() if p.get("loader") == "staged"]
     both = [p for p in staged if p["stage"] == "AB"]
     for fed in both:
@@ -529,7 +544,8 @@ def _wgmma_option_cover() -> list[dict]:
     variant that adds the most not yet covered."""
     def keys(p):
         return {("tile", p["bm"], p["bn"], p["consumers"]), ("loader", p.get("loader", "tma"), p.get("stage")),
-                ("epilogue", p.get("epilogue", "registers")), ("cluster", p.get("cluster", 1))}
+                ("epilogue", p.get("epilogue", "registers")), ("cluster", p.get("cluster", 1)),
+                ("split_k", p.get("split_k", 1))}
 
     vs, covered, picked = wgmma.variants(), set(), []
     everything = set().union(*map(keys, vs))

@@ -37,6 +37,11 @@ def sample(n_per_family: int, seed: int = 0) -> list[tuple[str, str]]:
             chosen += [p for p in params if p.get("cluster", 1) > 1 and p not in chosen]
             # the epilogue through shared memory (storer warps), on each kind of tile and loader
             chosen += [p for p in fam.EPILOGUE_SMEM_PROBE if p not in chosen]
+            # cluster split-K: each tile and split once (the reduce-scatter's slots and row groups
+            # differ with both; K = 1 and K tails leave some shares empty)
+            for tile_split in {(p["bm"], p["bn"], p["consumers"], p["split_k"]) for p in split}:
+                first = next(p for p in split if (p["bm"], p["bn"], p["consumers"], p["split_k"]) == tile_split)
+                chosen += [first] if first not in chosen else []
         # and mma.sync's element loads for misaligned rows (renderable, not in variants())
         if fam.__name__.endswith(".mma_sync"):
             chosen += [dict(p, misaligned_loads="elem") for p in chosen[:2]]

@@ -267,7 +267,11 @@ def test_the_tune_stage_reuses_libraries_tuned_on_its_grid_and_refuses_one_of_an
     tuned, sample = ROOT / "benchmarks/tune", ROOT / "benchmarks/sample_tune"
     assert stage(tmp_path / "one", f"reuse=[{tuned}]") == 0
     source = json.loads((tuned / "table.json").read_text())
-    assert json.loads((tmp_path / "one/table.json").read_text()) == source
+    copied = json.loads((tmp_path / "one/table.json").read_text())
+    # the source's table, with what its tune timed on each shape for the measured dispatch
+    timed = {key: entry.pop("timed") for key, entry in copied["entries"].items()}
+    assert copied == dict(source, dispatch="measured")
+    assert all(abs(timed[key][entry["kernel"]] - 1) < 0.01 for key, entry in source["entries"].items())
     lib = Library(tmp_path / "one")
     for key, entry in source["entries"].items():
         assert lib.lookup(Problem.from_key(key)).name == entry["kernel"]
@@ -287,3 +291,53 @@ def test_the_tune_stage_reuses_libraries_tuned_on_its_grid_and_refuses_one_of_an
     with pytest.raises(SystemExit) as e:  # the held-out grid: none of its shapes is in either table
         stage(tmp_path / "other", f"reuse=[{tuned}]", "grid=configs/grids/heldout.yaml")
     assert "tuned on another grid: 48 of 48 shapes not in its table" in str(e.value.code)
+
+
+def _timed_library(folder, dispatch: str | None, timed: bool = True):
+    """Three tuned NN shapes near 1000 x 1000 x 1000: the nearest one won by `near`, which its
+    neighbours measured 1.6x slower than `steady`, the winner of the other two and 1.05x on the first."""
+    shapes = {Problem(1024, 1024, 1024).key: ("near", {"near": 1.0, "steady": 1.05}),
+              Problem(2048, 1024, 1024).key: ("steady", {"steady": 1.0, "near": 1.6}),
+              Problem(1024, 2048, 1024).key: ("steady", {"steady": 1.0, "near": 1.6})}
+    write_library(folder, {"near": MMA, "steady": MMA, "generic": NAIVE},
+                  {k: name for k, (name, _) in shapes.items()}, "generic")
+    table = json.loads((folder / "table.json").read_text())
+    for key, (_, ratios) in shapes.items():
+        table["entries"][key]["timed"] = ratios if timed else {}
+    if dispatch:
+        table["dispatch"] = dispatch
+    (folder / "table.json").write_text(json.dumps(table))
+    return Library(folder)
+
+
+def test_the_measured_dispatch_takes_the_kernel_fastest_over_the_nearest_tuned_shapes(tmp_path):
+    unseen = Problem(1000, 1000, 1000)
+    choice = _timed_library(tmp_path / "m", "measured").lookup(unseen)
+    assert (choice.name, choice.how) == ("steady", "measured b1_m1024_n1024_k1024_NN")
+    # the nearest shape's kernel under the nearest rule, a table without the key, or no timings at all
+    assert _timed_library(tmp_path / "n", "nearest").lookup(unseen).name == "near"
+    assert _timed_library(tmp_path / "d", None).lookup(unseen).name == "near"
+    assert _timed_library(tmp_path / "u", "measured", timed=False).lookup(unseen).name == "near"
+    assert _timed_library(tmp_path / "e", "measured").lookup(Problem(1024, 1024, 1024)).how == "exact"
+    with pytest.raises(ValueError, match="dispatch 'fastest' is not one of measured, nearest"):
+        _timed_library(tmp_path / "x", "fastest")
+
+
+def test_a_merge_gives_each_entry_what_its_tune_timed_and_dispatches_by_it(tmp_path):
+    import gzip
+
+    from hgemm.library import merge_libraries
+
+    key = Problem(64, 64, 64).key
+    a = _tuned(tmp_path / "a", {key: ("big", 0.9)}, {"big": MMA})
+    table = json.loads((a / "table.json").read_text())
+    table["entries"][key]["time_us"] = 10.0
+    (a / "table.json").write_text(json.dumps(table))
+    bench = {"problems": [{"problem": Problem(64, 64, 64).to_dict(), "candidates": {
+        "big": {"status": "ok", "time_us": 10.0}, "beside:old": {"status": "ok", "time_us": 15.0},
+        "broken": {"status": "wrong", "time_us": 1.0}}}]}
+    (a / "bench.json.gz").write_bytes(gzip.compress(json.dumps(bench).encode()))
+    table = merge_libraries([a], tmp_path / "m")
+    assert table["entries"][key]["timed"] == {"big": 1.0, "old": 1.5}   # verified kernels only, beside by name
+    assert table["dispatch"] == "measured" and Library(tmp_path / "m").dispatch == "measured"
+    assert merge_libraries([a], tmp_path / "n", dispatch="nearest")["dispatch"] == "nearest"

@@ -10,7 +10,8 @@ column by column). Warpgroup 0 produces: one thread issues TMA loads into a STAG
 128B-swizzled stages; the CONSUMERS other warpgroups issue wgmma m64nBNk16 straight from shared memory.
 Options: `cluster: 2` (clusters of two CTAs on vertically adjacent tiles, B multicast into both),
 `epilogue: smem` (finished tiles parked in shared memory and stored by the producer warpgroup's idle
-warps) or the register epilogue, and `loader: staged` with `stage: AB | A | B` (the grid first copies
+warps) or the register epilogue, `split_k: 2 | 4 | 8` (clusters of that many CTAs on one tile, each over a
+share of K, reducing through distributed shared memory), and `loader: staged` with `stage: AB | A | B` (the grid first copies
 the operands whose row pitches TMA refuses into padded rows in its workspace; TMA reads those).
 
 Layouts: both from one text (-DHGEMM_LAYOUT_TN picks). Shapes: TMA needs 16-byte row pitches (K % 8 ==
@@ -24,6 +25,7 @@ from __future__ import annotations
 import itertools
 
 from hgemm.params import STAGED_PITCH, operand_shape
+from hgemm.problem import NUM_SMS
 
 SMEM_LIMIT = 227 * 1024
 STATIC_SMEM = 1024          # the mbarriers, as ptxas reports them (the 1024-byte alignment rounds them up)
@@ -70,6 +72,15 @@ CLUSTERED = [(128, 256, 2)]
 # all. Every tile takes it but 128x128 with two consumers, which loses on single GEMMs (0.83-0.94x) and
 # wins batched (1.10-1.27x): that one keeps both.
 BOTH_EPILOGUES = [(128, 128, 2)]
+# Split-K across a cluster (`split_k: 2 | 4`, hgemm/cluster_splitk.cuh): SPLITK CTAs compute one tile over
+# shares of K and reduce-scatter their fp32 accumulators through distributed shared memory, so a problem
+# with fewer tiles than SMs and a long K (1024 x 512 x 12288: 32 tiles of 128 x 128 on 132 SMs) keeps every
+# SM busy without a workspace, atomics or a second pass. The reduction moves (SPLITK - 1) / SPLITK of a
+# tile's fp32 accumulators per CTA, once a tile, against a mainloop of K / SPLITK: at K = 4096 and
+# SPLITK = 4, 48 KB against 16 k tiles of 32 KB. Each CTA stores its share of the tile from registers.
+# The two deepest rings that fit beside the reduction buffer.
+SPLIT_TILES = [(128, 128, 1), (128, 64, 1), (128, 128, 2), (256, 128, 2), (128, 256, 2)]
+SPLITS = (2, 4, 8)
 _G = dict(group_m=8, epilogue="smem")
 # The smem epilogue on each kind of tile and loader, at the ring depth benchmarks/epilogue/ measured
 # (the GPU tests run them all)
@@ -97,7 +108,10 @@ def _smem_bytes(p: dict) -> int:
     # + 1024: the kernel rounds the dynamic smem base up to the 1024-byte swizzle-pattern boundary;
     # the parked C tile's rows are padded by 16 bytes (ParkedTile in hgemm/epilogue.cuh).
     parked = p["bm"] * (p["bn"] * 2 + 16) if _epilogue_smem(p) else 0
-    return p["stages"] * _stage_bytes(p) + parked + 1024
+    # split-K: a slot for each peer's partials of this CTA's share of the tile (ClusterSplitK::kBytes)
+    split = _split(p)
+    reduce = (split - 1) * p["bm"] * p["bn"] * 4 // split
+    return p["stages"] * _stage_bytes(p) + parked + reduce + 1024
 
 
 def _valid(p: dict) -> bool:
@@ -109,6 +123,8 @@ def _valid(p: dict) -> bool:
         and _smem_bytes(p) + STATIC_SMEM <= SMEM_LIMIT
         and 3 <= p["stages"] <= 6
         and _cluster(p) in (1, 2)
+        and _split(p) in SPLITS + (1,)
+        and (_split(p) == 1 or (_cluster(p) == 1 and not _epilogue_smem(p) and not _staged(p)))
     )
 
 
@@ -141,6 +157,9 @@ def variants() -> list[dict]:
         if _stage_bytes(p) <= 24 * 1024 and st < 4:
             continue
         out += [q for q in _epilogues(p) if _valid(q)]
+    for (bm, bn, c), split in itertools.product(SPLIT_TILES, SPLITS):
+        fits = [p for st in STAGES if _valid(p := dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=8, split_k=split))]
+        out += fits[-2:]
     return out
 
 
@@ -162,10 +181,17 @@ def _cluster(p: dict) -> int:
     return p.get("cluster", 1)
 
 
+def _split(p: dict) -> int:
+    # CTAs of a cluster sharing one tile's K (cluster split-K); 1: none
+    return p.get("split_k", 1)
+
+
 def name(p: dict) -> str:
     base = f"wgmma_{p['bm']}x{p['bn']}x{BK}_c{p['consumers']}_s{p['stages']}_g{p['group_m']}"
     if _cluster(p) > 1:
         base += f"_cl{_cluster(p)}"
+    if _split(p) > 1:
+        base += f"_sk{_split(p)}"
     if _epilogue_smem(p):
         base += "_es"
     if _staged(p):
@@ -188,9 +214,12 @@ def applicable(p: dict, problem) -> bool:
         return False
     if min(problem.M, problem.N, problem.K) < 64:
         return False
-    # Large tiles on problems with fewer tiles than half the SMs leave most of the GPU idle.
     tiles = -(-problem.M // p["bm"]) * -(-problem.N // p["bn"]) * problem.batch
-    return p["bm"] * p["bn"] <= 128 * 128 or tiles >= 66
+    # Split-K where the tiles leave a quarter of the SMs idle and every share keeps 4 k tiles or more.
+    if _split(p) > 1 and (tiles > 3 * NUM_SMS // 4 or -(-problem.K // BK) < 4 * _split(p)):
+        return False
+    # Large tiles on problems with fewer CTAs than half the SMs leave most of the GPU idle.
+    return p["bm"] * p["bn"] <= 128 * 128 or tiles * _split(p) >= NUM_SMS // 2
 
 
 def _threads(p: dict) -> int:
@@ -222,6 +251,9 @@ def spec_text(p: dict) -> str:
 
 def _grid(p: dict) -> str:
     cl = _cluster(p)
+    if _split(p) > 1:  # whole clusters of split_k CTAs, one a tile
+        sk = _split(p)
+        return f"grid: {sk} * min(num_sms // {sk}, cdiv(M, {p['bm']}) * cdiv(N, {p['bn']}) * batch)"
     if _staged(p):  # every SM copies, whatever the number of tiles (CTAs without a tile only copy)
         return "grid: num_sms" if cl == 1 else f"grid: num_sms // {cl} * {cl}"
     if cl == 1:
@@ -232,15 +264,17 @@ def _grid(p: dict) -> str:
 
 def template_args(p: dict) -> str:
     """The wgmma_gemm template arguments of a variant: BM, BN, CONSUMERS, STAGES, GROUP_M, CLUSTER,
-    EPILOGUE, LOADER (the layout comes from -DHGEMM_LAYOUT_TN)."""
+    EPILOGUE, LOADER, and SPLITK where it splits (the layout comes from -DHGEMM_LAYOUT_TN)."""
     epilogue = "Epilogue::smem" if _epilogue_smem(p) else "Epilogue::registers"
     loader = f"Loader::staged_{_staged_ops(p).lower()}" if _staged(p) else "Loader::tma"
+    split = f", {_split(p)}" if _split(p) > 1 else ""
     return (f"{p['bm']}, {p['bn']}, {p['consumers']}, {p['stages']}, {p['group_m']}, {_cluster(p)}, "
-            f"{epilogue}, {loader}")
+            f"{epilogue}, {loader}{split}")
 
 
 def render(p: dict) -> str:
-    cluster = f"__cluster_dims__({_cluster(p)}, 1, 1) " if _cluster(p) > 1 else ""
+    ctas = _cluster(p) * _split(p)
+    cluster = f"__cluster_dims__({ctas}, 1, 1) " if ctas > 1 else ""
     return f"""#include <hgemm/wgmma_gemm.cuh>
 
 {spec_text(p)}

@@ -36,13 +36,14 @@ struct GroupedTiles {
   int total;     // tile ids of all batch entries
   int first, step;
   int rank;      // this CTA's rank in its cluster (0 without clusters)
-  __device__ __forceinline__ GroupedTiles(int M, int N, int batch, int rank_in_cluster) {
+  // ctas_per_tile: CTAs that take one tile id together (CLUSTER; more with cluster split-K)
+  __device__ __forceinline__ GroupedTiles(int M, int N, int batch, int rank_in_cluster, int ctas_per_tile = CLUSTER) {
     const int tiles_m = (M + BM - 1) / BM;
     tiles_n = (N + BN - 1) / BN;
     groups_m = (tiles_m + CLUSTER - 1) / CLUSTER;
     total = groups_m * tiles_n * batch;
-    first = blockIdx.x / CLUSTER;
-    step = gridDim.x / CLUSTER;
+    first = blockIdx.x / ctas_per_tile;
+    step = gridDim.x / ctas_per_tile;
     rank = rank_in_cluster;
   }
   __device__ __forceinline__ TileCoord coord(int tile) const {

@@ -22,6 +22,11 @@
 //   LOADER    Loader::tma: TMA from the operands (16-byte row pitches); Loader::staged_ab / staged_a /
 //             staged_b: the grid first copies both, A only or B only into row-padded copies in the
 //             workspace, and TMA reads those (staged_loader.cuh; the spec's `staged=1` maps).
+//   SPLITK    1, or 2 / 4 / 8: clusters of SPLITK CTAs on one tile, each over a share of the k tiles,
+//             reducing their accumulators through distributed shared memory (cluster_splitk.cuh);
+//             for problems with too few tiles to fill the GPU and a long K. The entry needs
+//             __cluster_dims__(SPLITK, 1, 1) and a grid of whole clusters; the register epilogue
+//             (each CTA stores its share of the tile) and no multicast (CLUSTER 1).
 //   TN        the B layout (defaults to the one the harness compiles for: -DHGEMM_LAYOUT_TN).
 //
 // With two consumer warpgroups the producer gives registers back and the consumers take them
@@ -38,6 +43,7 @@
 #include <stdint.h>
 
 #include "cluster.cuh"
+#include "cluster_splitk.cuh"
 #include "epilogue.cuh"
 #include "scheduler.cuh"
 #include "staged_loader.cuh"
@@ -63,7 +69,7 @@ struct WgmmaArgs {
 };
 
 // The compile-time shape of one instantiation: what the kernel and its launch spec must agree on.
-template <int BM, int BN, int CONSUMERS, int STAGES, Epilogue EPILOGUE>
+template <int BM, int BN, int CONSUMERS, int STAGES, Epilogue EPILOGUE, int SPLITK = 1>
 struct WgmmaShape {
   static constexpr int kThreads = 128 * (CONSUMERS + 1);
   static constexpr int WM = BM / CONSUMERS;        // rows of the tile owned by one consumer warpgroup
@@ -72,20 +78,24 @@ struct WgmmaShape {
   static constexpr int B_BOXES = BN / 64;          // B stage: BN / 64 boxes of 64 x 64 fp16
   static constexpr int STAGE_BYTES = A_BYTES + B_BOXES * kBoxBytes;
   static constexpr int kParkedBytes = EPILOGUE == Epilogue::smem ? ParkedTile<BM, BN>::kBytes : 0;
+  using SplitK = ClusterSplitK<MT, BN, SPLITK, 128 * CONSUMERS>;
   // + 1024: the kernel rounds the dynamic smem base up to the 1024-byte swizzle-pattern boundary
-  static constexpr int kSmemBytes = STAGES * STAGE_BYTES + kParkedBytes + 1024;
+  static constexpr int kSmemBytes = STAGES * STAGE_BYTES + kParkedBytes + SplitK::kBytes + 1024;
   static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0, "stages must keep 1024-byte alignment");
   static_assert(MT >= 1 && MT * 64 == WM && BN % 64 == 0 && BN <= 256, "tile shape");
   static_assert(MT * BN / 2 <= 128, "accumulators per thread");
 };
 
 template <int BM, int BN, int CONSUMERS, int STAGES, int GROUP_M = 8, int CLUSTER = 1,
-          Epilogue EPILOGUE = Epilogue::smem, Loader LOADER = Loader::tma, bool TN = kLayoutTN>
+          Epilogue EPILOGUE = Epilogue::smem, Loader LOADER = Loader::tma, int SPLITK = 1, bool TN = kLayoutTN>
 __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
-  using S = WgmmaShape<BM, BN, CONSUMERS, STAGES, EPILOGUE>;
+  using S = WgmmaShape<BM, BN, CONSUMERS, STAGES, EPILOGUE, SPLITK>;
+  using SplitK = typename S::SplitK;
   constexpr int BK = kBK, MT = S::MT, WM = S::WM, A_BYTES = S::A_BYTES, STAGE_BYTES = S::STAGE_BYTES;
   constexpr bool kParked = EPILOGUE == Epilogue::smem;
   static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
+  static_assert(SPLITK == 1 || (CLUSTER == 1 && !kParked), "cluster split-K: no multicast, the register epilogue");
+  constexpr bool kClustered = CLUSTER > 1 || SPLITK > 1;
   const int M = args.M, N = args.N, K = args.K;
   __half* const C = args.C;
 
@@ -93,13 +103,19 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   __shared__ __align__(8) uint64_t full_bar[STAGES];    // producer -> consumers: stage filled
   __shared__ __align__(8) uint64_t empty_bar[STAGES];   // consumers -> producer: stage free
   __shared__ __align__(8) uint64_t c_full, c_empty;      // the parked tile: consumers <-> storer warps
+  __shared__ __align__(8) uint64_t red_full, red_empty;  // split-K: the peers' partials in / ours read
 
   // Round the ring base up to 1024 bytes (the spec asks for 1024 bytes of slack), so every stage,
   // A/B sub-tile and B box starts on a 128B-swizzle pattern boundary (descriptor base offset 0).
   const uint32_t ring = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const uint32_t cbuf = ring + STAGES * STAGE_BYTES;   // the parked tile: BM rows after the ring
-  const GroupedTiles<BM, BN, GROUP_M, CLUSTER> tiles(M, N, args.batch, CLUSTER > 1 ? static_cast<int>(cluster_rank()) : 0);
-  const int ktiles = (K + BK - 1) / BK;
+  const uint32_t red = cbuf + S::kParkedBytes;           // split-K: the peers' partials
+  const uint32_t rank = kClustered ? cluster_rank() : 0;
+  // with split-K the SPLITK CTAs of a cluster share one tile id
+  const GroupedTiles<BM, BN, GROUP_M, CLUSTER> tiles(M, N, args.batch, CLUSTER > 1 ? static_cast<int>(rank) : 0,
+                                                     CLUSTER * SPLITK);
+  int kt0 = 0, nk = (K + BK - 1) / BK;                  // this CTA's k tiles: all, or its split-K share
+  if constexpr (SPLITK > 1) k_share(nk, static_cast<int>(rank), SPLITK, kt0, nk);
   const int wg = warpgroup_index();
   if constexpr (LOADER != Loader::tma)
     stage_operands<LOADER != Loader::staged_b, LOADER != Loader::staged_a, TN>(args.A, args.B, M, N, K, args.batch,
@@ -115,10 +131,14 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
       mbar_init(smem_u32(&c_full), CONSUMERS * 4);   // lane 0 of every consumer warp
       mbar_init(smem_u32(&c_empty), ParkedTile<BM, BN>::kStorerThreads / 32);
     }
+    if constexpr (SPLITK > 1) {
+      mbar_init(smem_u32(&red_full), SplitK::kArrivals);
+      mbar_init(smem_u32(&red_empty), SplitK::kArrivals);
+    }
     mbar_fence_init();
   }
   __syncthreads();   // the last CTA-wide barrier: from here the warpgroups run independently
-  if constexpr (CLUSTER > 1) cluster_sync();   // the peers' barriers are initialised before any multicast or remote arrive
+  if constexpr (kClustered) cluster_sync();   // the peers' barriers are initialised before any multicast or remote arrive
 
   if (wg == 0) {
     // ------------------------------------------------------------ producer warpgroup
@@ -137,7 +157,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         // compute on stale smem and store nothing) but still receives, and multicasts, B boxes.
         const bool has_a = tc.m0 < M;
         const uint32_t bytes = (has_a ? A_BYTES : 0) + nbox * kBoxBytes;
-        for (int kt = 0; kt < ktiles; ++kt) {
+        for (int kt = kt0; kt < kt0 + nk; ++kt) {
           // Wait until the consumers released this stage's previous use (round r - 1); the first
           // round waits on parity 1, which a fresh barrier reports as complete.
           mbar_wait(smem_u32(&empty_bar[pos.stage]), pos.phase ^ 1u);
@@ -192,11 +212,11 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
       for (int i = 0; i < BN / 2; ++i) acc[mt][i] = 0.f;
 
     RingPos<STAGES> pos;
-    uint32_t c_phase = 0;
+    uint32_t c_phase = 0, red_phase = 0;
     for (int tile = tiles.first; tile < tiles.total; tile += tiles.step) {
       const TileCoord tc = tiles.coord(tile);
       int prev_stage = 0;
-      for (int kt = 0; kt < ktiles; ++kt) {
+      for (int kt = 0; kt < nk; ++kt) {
         mbar_wait(smem_u32(&full_bar[pos.stage]), pos.phase);   // TMA bytes of this stage have landed
         const uint32_t sa = ring + pos.stage * STAGE_BYTES + cw * WM * 128;
         const uint32_t sb = ring + pos.stage * STAGE_BYTES + A_BYTES;
@@ -209,8 +229,20 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         pos.advance();
       }
       wgmma_wait<0>();
-      if (ktiles > 0 && lane0) release_stage<CLUSTER>(smem_u32(&empty_bar[prev_stage]));
+      if (nk > 0 && lane0) release_stage<CLUSTER>(smem_u32(&empty_bar[prev_stage]));
+      if constexpr (SPLITK > 1) {
+        if (nk == 0) {   // an empty k share (K < SPLITK k tiles) adds zeros, not the last tile's sums
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) acc[mt][i] = 0.f;
+        }
+      }
       fence_acc(acc);
+      if constexpr (SPLITK > 1) {
+        SplitK::reduce(acc, red, smem_u32(&red_full), smem_u32(&red_empty), rank, threadIdx.x - 128, red_phase);
+        red_phase ^= 1u;
+      }
 
       if constexpr (kParked) {
         // Park the tile once the storers are done with the previous one.
@@ -221,11 +253,12 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         c_phase ^= 1u;
       } else {
         const bool rows_aligned = N % 2 == 0 && reinterpret_cast<uintptr_t>(C) % 4 == 0;   // the same for all
-        store_acc<MT, BN>(acc, C, tc, cw * WM, M, N, rows_aligned, warp, lane);
+        if constexpr (SPLITK > 1) SplitK::store(acc, C, tc, cw * WM, M, N, warp, lane, rank);
+        else store_acc<MT, BN>(acc, C, tc, cw * WM, M, N, rows_aligned, warp, lane);
       }
     }
   }
-  if constexpr (CLUSTER > 1) cluster_sync();   // no CTA leaves while a peer may still arrive on its barriers
+  if constexpr (kClustered) cluster_sync();   // no CTA leaves while a peer may still arrive on its barriers
 }
 
 }  // namespace sm90

@@ -9,14 +9,13 @@ import pytest
 import torch
 import yaml
 
-from tests.test_rl_stages import tiny_model_dir  # noqa: F401  (the fixture)
 from training.grpo import TRAINING_ATTENTION, load_policy
 from training.model import SAMPLING_ATTENTION, load_causal_lm
 
 ROOT = Path(__file__).parents[1]
 
 
-def test_policy_trains_with_sdpa_and_samples_with_eager(tiny_model_dir):  # noqa: F811
+def test_policy_trains_with_sdpa_and_samples_with_eager(tiny_model_dir):
     model, tokenizer = load_policy(tiny_model_dir)
     assert (TRAINING_ATTENTION, SAMPLING_ATTENTION) == ("sdpa", "eager")
     seen = []

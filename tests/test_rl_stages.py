@@ -21,37 +21,10 @@ from training.context import ContrastivePrompts, DrawnPrompts
 from training.heldout import ShapeSettings, bucket_of, buckets, reward_shapes, split_grid
 from training.kerneldb import KernelDB
 from training.model import load_tokenizer
-from training.prompts import SPECIAL_TOKENS, format_problem_prompt
+from training.prompts import format_problem_prompt
 
 ROOT = Path(__file__).parents[1]
 NAIVE = (ROOT / "kernels_corpus" / "reference" / "naive.cu").read_text()
-
-
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory) -> str:
-    """A tokenizer and a ~50k-parameter Llama saved in one folder, the way stages.pretrain's --out is."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    from kernels_corpus.tasks import load_tasks
-
-    docs = [t.prompt() + t.solution for t in load_tasks()[:8]] + [format_problem_prompt(Problem(64, 64, 64)) + NAIVE]
-    roles = {"bos_token": "<|bos|>", "eos_token": "<|eos|>", "pad_token": "<|pad|>"}
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=800, special_tokens=list(roles.values()) + list(SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    backend.train_from_iterator(docs, trainer=trainer)
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, additional_special_tokens=list(SPECIAL_TOKENS),
-                                  clean_up_tokenization_spaces=False, **roles)
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
-                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-    path = tmp_path_factory.mktemp("tiny_model")
-    LlamaForCausalLM(config).save_pretrained(str(path))
-    tok.save_pretrained(str(path))
-    return str(path)
 
 
 # ---- shapes ----------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from stages import bench as bench_stage
 from stages import sample as sample_stage
 from training.best_of_k import SampleSettings, best_index, evaluation_problems, run_sample
 from training.heldout import heldout_problems
-from training.prompts import END_TOKEN, SPECIAL_TOKENS
+from training.prompts import END_TOKEN
 
 ROOT = Path(__file__).parents[1]
 NAIVE = (ROOT / "kernels_corpus" / "reference" / "naive.cu").read_text()
@@ -78,30 +78,6 @@ def test_run_sample_on_cpu_keeps_a_compiled_best(tmp_path):
     assert set(best) == {"b16_m64_n64_k64_NN", "b1_m96_n96_k96_TN"}
     text = (tmp_path / "sample" / "best" / "b1_m96_n96_k96_TN.cu").read_text()
     assert "/*@launch" in text and "junk" not in text
-
-
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory) -> str:
-    """A random ~100k-parameter Llama with a byte-level BPE tokenizer that has the format tokens."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    roles = {"bos_token": "<|bos|>", "eos_token": "<|eos|>", "pad_token": "<|pad|>"}
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=list(roles.values()) + list(SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    backend.train_from_iterator([NAIVE] * 3, trainer=trainer)
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, additional_special_tokens=list(SPECIAL_TOKENS),
-                                  clean_up_tokenization_spaces=False, **roles)
-    path = tmp_path_factory.mktemp("model")
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
-                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-    LlamaForCausalLM(cfg).save_pretrained(str(path))
-    tok.save_pretrained(str(path))
-    return str(path)
 
 
 def _library(tmp_path) -> Path:

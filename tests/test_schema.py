@@ -99,9 +99,11 @@ def test_rl_subsections_list_exactly_their_dataclass_fields(sub):
     for stage in ("rl_general", "rl_hgemm"):
         assert set(section(stage, sub)["properties"]) == dataclass_fields(*SHARED[sub]), (stage, sub)
     assert set(section("rl_general")["properties"]) == {"tasks", "grpo", "probe", *SHARED}
-    assert set(section("rl_hgemm")["properties"]) == {"start_from", "shapes", "context", "grpo", "probe", *SHARED}
+    assert set(section("rl_hgemm")["properties"]) == {"start_from", "shapes", "context", "grpo", "probe", "rft",
+                                                      *SHARED}
     assert set(section("rl_hgemm", "probe")["properties"]) == dataclass_fields("training/probe.py",
                                                                                 "ContextProbeSettings")
+    assert set(section("rl_hgemm", "rft")["properties"]) == dataclass_fields("training/rft.py", "RFTSettings")
 
 
 def test_default_config_names_every_key_the_schema_allows():

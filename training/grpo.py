@@ -164,7 +164,8 @@ def prompt_tokens(tokenizer: PreTrainedTokenizerBase, prompt: str) -> int:
 
 # ------------------------------------------------------------------------------ trainer
 
-def _use_bf16(setting) -> bool:
+def use_bf16(setting) -> bool:
+    """A `bf16:` setting (true, false or auto: where the GPU supports it) as a bool."""
     if setting == "auto":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
     return bool(setting)
@@ -185,7 +186,7 @@ def build_grpo_config(section: dict, work_dir: str, has_eval: bool = False):
     on_gpu = torch.cuda.is_available()
     kwargs = {k: v for k, v in section.items() if k not in OWN_GRPO_KEYS}
     if "bf16" in kwargs:
-        kwargs["bf16"] = _use_bf16(kwargs["bf16"])
+        kwargs["bf16"] = use_bf16(kwargs["bf16"])
     if kwargs.get("optim") == "auto":
         kwargs["optim"] = "adamw_torch_fused" if on_gpu else "adamw_torch"
     if not has_eval:  # nothing to evaluate: no evaluation at the start either (transformers would refuse)

@@ -188,6 +188,7 @@ class KernelReward:
         # one thread: batches are judged in order; the judge parallelises inside a batch
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernel-judge")
         self.last_metrics: dict[str, float] = {}
+        self.last_verdicts: list[dict] = []  # the last batch's, in completion order (training.rft reads them)
 
     async def __call__(self, prompts, completions, problems, problem_key, shape_class, trainer_state=None,
                        log_metric=None, context_examples=None, heldout=None, **_):
@@ -212,6 +213,7 @@ class KernelReward:
         verdicts = self.judge_batch(texts, plists)
         judge_seconds = time.perf_counter() - began
         rewards = [verdict_reward(v, self.settings, t) for v, t in zip(verdicts, texts)]
+        self.last_verdicts = verdicts
         self._record(texts, plists, verdicts, rewards, problem_key, shape_class, step,
                      f"{self.stage}_heldout" if heldout else self.stage)
         metrics = batch_metrics(verdicts, rewards, timed=bool(self.judge.gpu))

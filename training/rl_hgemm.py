@@ -18,6 +18,11 @@ verified kernel earns the clipped log of the geometric-mean speedup over the str
 failures are negative by class; a speedup above reward.recheck_above is re-judged on fresh inputs and
 the lower kept (training/rewards.py).
 
+RFT (training/rft.py). With rft.shapes, before GRPO's first step: the policy samples rft.k
+completions for that many training shapes, the reward's judge scores them (recorded under
+`rl_hgemm_rft`), and the policy is fine-tuned on each shape's fastest verified one; GRPO starts from
+there. A run resumed from a GRPO checkpoint skips it (the checkpoint holds the fine-tuned weights).
+
 Probe. After training, the starting model and the trained one each sample probe.k completions for the
 same probe.prompts fixed training shapes, judged: metrics `probe` compares the two problem by problem
 on bare prompts, and `probe_context` on the same problems with the contrastive context of the final
@@ -36,6 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from datasets import Dataset
+from transformers.trainer_utils import get_last_checkpoint
 
 from hgemm.files import write_json
 from hgemm.library import measured_kernels
@@ -49,11 +55,13 @@ from training.grpo import (
     grpo_resume_settings,
     load_policy,
     train_and_save,
+    use_bf16,
 )
 from training.heldout import ShapeSettings, bucket_of, buckets, heldout_record, reward_shapes, split_grid
 from training.kerneldb import KernelDB
 from training.probe import ContextProbeSettings, probe_model_sets, probe_summary, spread
-from training.rewards import RewardSettings, problems_to_json
+from training.rewards import KernelReward, RewardSettings, problems_to_json
+from training.rft import RFTSettings, rejection_round
 
 STAGE = "rl_hgemm"
 
@@ -71,6 +79,7 @@ class RLHgemmSettings:
     reward: RewardSettings
     grpo: dict  # trl.GRPOConfig's settings, handed to it whole, and ours (training.grpo.OWN_GRPO_KEYS)
     probe: ContextProbeSettings
+    rft: RFTSettings
 
     def __post_init__(self):
         check_grpo_section(self.grpo)
@@ -155,9 +164,31 @@ class HgemmRL:
         # the held-out curve's size does not change what a checkpoint means
         shapes = {k: v for k, v in asdict(settings.shapes).items() if k != "heldout_eval"}
         self.resume_settings = {"grpo": grpo_resume_settings(settings.grpo), "shapes": shapes,
-                                "context": asdict(settings.context), "reward": asdict(settings.reward)}
+                                "context": asdict(settings.context), "reward": asdict(settings.reward),
+                                "rft": asdict(settings.rft)}
         grid = settings.shapes.grid if isinstance(settings.shapes.grid, str) else None  # an inline grid is in the settings
         self.resume_inputs = {"model": model_dir, "library": library_dir, "grid": grid}
+
+    def warm_start(self, model, tokenizer, dataset, judge, db, resumable: bool) -> dict:
+        """The RFT round before GRPO (rft.shapes of the training shapes, spread over the buckets, their
+        prompts drawn as GRPO's are); its metrics, or why it did not run."""
+        s = self.settings
+        if not s.rft.shapes:
+            return {"note": "rft.shapes is 0"}
+        checkpoint = get_last_checkpoint(self.work_dir) if resumable and Path(self.work_dir).is_dir() else None
+        if checkpoint:
+            return {"note": f"resumed from {checkpoint}, which holds the fine-tuned weights"}
+        picked = {p.key for p in probe_problems(self.train, s.rft.shapes)}
+        # build_dataset's first len(train) rows are the training shapes in order (then the repeats)
+        rows = [dataset[i] for i, p in enumerate(self.train) if p.key in picked]
+        reward = KernelReward(judge, db, s.reward, f"{STAGE}_rft")
+        try:
+            return rejection_round(model, tokenizer, rows, reward, s.rft, s.grpo["max_completion_length"],
+                                   str(Path(self.work_dir) / "rft"),
+                                   s.grpo["max_prompt_length"] + s.grpo["max_completion_length"],
+                                   use_bf16(s.grpo.get("bf16", False)))
+        finally:
+            reward.close()
 
     def run(self, out: Path, resumable: bool) -> dict:
         s, train, heldout = self.settings, self.train, self.heldout
@@ -177,6 +208,7 @@ class HgemmRL:
             DrawnPrompts(prompts, 1.0, s.context.seed)) if s.shapes.heldout_eval and s.grpo.get("eval_steps")
             and heldout else None)
         judge = s.judge.make_judge()
+        rft = self.warm_start(model, tokenizer, dataset, judge, db, resumable)
         verbatim = CorpusKernels.from_dataset(self.corpus_dir) if self.corpus_dir else None
         summary = train_and_save(model, tokenizer, dataset, s.grpo, judge, db, s.reward, STAGE, self.work_dir,
                                  resumable, out, verbatim=verbatim, eval_dataset=heldout_eval)
@@ -215,6 +247,7 @@ class HgemmRL:
             summary, self.wall_start, asdict(s),
             best_kernels=best,
             heldout_curve=summary.pop("heldout_curve", []),  # [] without shapes.heldout_eval
+            rft=rft,
             probe=probe("bare"),
             probe_context=probe("context") | {"context_examples": {k: n for k, (_, n) in in_context.items()}},
             shapes={"train": len(train), "heldout": len(heldout), "buckets": len(buckets(train)),

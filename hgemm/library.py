@@ -38,7 +38,7 @@ DEFAULT_LIBRARY = Path(__file__).resolve().parent.parent / "results" / "library"
 class Choice:
     name: str
     candidate: Candidate
-    how: str  # "exact", "nearest <key>" or "fallback"
+    how: str  # "exact", "measured <nearest key>", "nearest <key>" or "fallback"
 
 
 DISPATCH_RULES = ("measured", "nearest")
@@ -132,8 +132,10 @@ class Library:
             near = sorted((aligned_distance(problem, Problem.from_key(k)), k) for k in family)[:NEIGHBOURS]
             timed = [(d, self.entries[k]["timed"]) for d, k in near if self.entries[k].get("timed")]
             if timed:
-                winners = dict.fromkeys(self.entries[k]["kernel"] for k in family)
-                name = measured_pick(timed, winners, lambda n: self._fits(self.candidate(n), problem))
+                # the kernels the neighbours' tunes timed that won some tuned shape (their texts are here)
+                winners = {self.entries[k]["kernel"] for k in family}
+                names = [n for n in dict.fromkeys(n for _, t in timed for n in t) if n in winners]
+                name = measured_pick(timed, names, lambda n: self._fits(self.candidate(n), problem))
                 if name:
                     return Choice(name, self.candidate(name), f"measured {near[0][1]}")
         tuned = sorted((log_distance(problem, Problem.from_key(k)), k) for k in family)
@@ -291,7 +293,7 @@ def copy_library(sources: list[str | Path], problems: list[Problem], out_dir: st
     if len(sources) == 1:
         table = json.loads(read_user_text(sources[0] / "table.json"))
         attach_timed(table.get("entries", {}), results[0])
-        table["dispatch"] = "measured"
+        table.setdefault("dispatch", "measured")
         write_kernels(out, {path.stem: path.read_text() for path in (sources[0] / "kernels").glob("*.cu")})
         for name in ("summary.md", "goals.md"):
             if (sources[0] / name).is_file():

@@ -341,3 +341,20 @@ def test_a_merge_gives_each_entry_what_its_tune_timed_and_dispatches_by_it(tmp_p
     assert table["entries"][key]["timed"] == {"big": 1.0, "old": 1.5}   # verified kernels only, beside by name
     assert table["dispatch"] == "measured" and Library(tmp_path / "m").dispatch == "measured"
     assert merge_libraries([a], tmp_path / "n", dispatch="nearest")["dispatch"] == "nearest"
+
+
+def test_the_measured_dispatch_picks_only_kernels_its_neighbours_timed(tmp_path):
+    """A kernel no nearby tune timed is unknown there, not 1.3x slower: it must not win over kernels the
+    neighbours measured (here two that are 2x off at each other's shapes)."""
+    near = [Problem(1024 + 64 * i, 1024, 1024) for i in range(8)]
+    entries = {p.key: ("a" if i % 2 else "b", {"a": 1.0, "b": 2.0} if i % 2 else {"b": 1.0, "a": 2.0})
+               for i, p in enumerate(near)}
+    entries[Problem(16, 16384, 64).key] = ("far", {"far": 1.0})   # not among the 8 nearest
+    write_library(tmp_path, {"a": MMA, "b": MMA, "far": MMA, "generic": NAIVE},
+                  {k: name for k, (name, _) in entries.items()}, "generic")
+    table = json.loads((tmp_path / "table.json").read_text())
+    for key, (_, ratios) in entries.items():
+        table["entries"][key]["timed"] = ratios
+    table["dispatch"] = "measured"
+    (tmp_path / "table.json").write_text(json.dumps(table))
+    assert Library(tmp_path).lookup(Problem(1200, 1024, 1024)).name in ("a", "b")

@@ -10,6 +10,7 @@ import torch
 from stages.common import run_training
 from training import rl_hgemm
 from training.model import load_causal_lm, load_tokenizer
+from training.prompts import END_TOKEN
 from training.rft import RFTSettings, fine_tune, keep_best
 
 SETTINGS = RFTSettings(shapes=2, k=3, temperature=1.0, top_p=1.0, batch_size=4, min_speedup=0.5, epochs=8,
@@ -40,10 +41,13 @@ def test_fine_tuning_makes_the_kept_completions_likelier(tmp_path, tiny_model_di
     model = load_causal_lm(tiny_model_dir, tokenizer)
     pairs = [{"prompt": "// problem: M=64 N=64 K=64\n", "completion": '#include <hgemm/wgmma_gemm.cuh>\n'},
              {"prompt": "// problem: M=128 N=64 K=64\n", "completion": '#include <hgemm/mma_sync_gemm.cuh>\n'}]
-    before = [_completion_loss(model, tokenizer, p["prompt"], p["completion"]) for p in pairs]
     result = fine_tune(model, tokenizer, pairs, SETTINGS, str(tmp_path / "rft"), max_length=128, bf16=False)
-    after = [_completion_loss(model.cpu(), tokenizer, p["prompt"], p["completion"]) for p in pairs]
     assert result["steps"] == 8 and result["loss_last"] < result["loss_first"]
+    # the saved model (what GRPO then loads) writes the kept completions, ended as the corpus ends them
+    saved = load_causal_lm(result["model"], tokenizer)
+    after = [_completion_loss(saved, tokenizer, p["prompt"], p["completion"].rstrip() + "\n" + END_TOKEN) for p in pairs]
+    before = [_completion_loss(load_causal_lm(tiny_model_dir, tokenizer), tokenizer, p["prompt"],
+                               p["completion"].rstrip() + "\n" + END_TOKEN) for p in pairs]
     assert all(a < b for a, b in zip(after, before)), (before, after)
 
 
@@ -51,7 +55,7 @@ def test_rl_hgemm_runs_its_rft_round_before_grpo_and_says_when_nothing_verified(
     from test_rl_stages import _two_steps
 
     s = _two_steps(rl_hgemm.RLHgemmSettings, "rl_hgemm", "rft.shapes=2", "rft.k=2", "rft.batch_size=4",
-                   "probe.prompts=0")
+                   "probe.prompts=0", "judge.gpu=false")   # compile-only rewards on a GPU host too
     out, work = tmp_path / "out", tmp_path / "work"
     metrics = run_training(rl_hgemm.HgemmRL(s, tiny_model_dir, None, str(work), str(out)), str(work), str(out))
     rft = metrics["rft"]
@@ -63,8 +67,14 @@ def test_rl_hgemm_runs_its_rft_round_before_grpo_and_says_when_nothing_verified(
     held = {p["key"] for p in json.loads((out / "heldout.json").read_text())["heldout"]}
     rft_keys = {r[0] for r in conn.execute("SELECT DISTINCT problem_key FROM evaluations WHERE stage = 'rl_hgemm_rft'")}
     assert rft_keys and not rft_keys & held
-    # a run that resumes from a GRPO checkpoint has the fine-tuned weights there and does not sample again
-    (tmp_path / "resumed" / "checkpoint-1").mkdir(parents=True)
-    job = rl_hgemm.HgemmRL(s, tiny_model_dir, None, str(tmp_path / "resumed"), str(tmp_path / "out2"))
-    note = job.warm_start(None, None, None, None, None, resumable=True)["note"]
-    assert note.startswith("resumed from") and note.endswith("which holds the fine-tuned weights")
+    # a run resumed from a GRPO checkpoint does not sample again: it trains the fine-tuned model saved
+    # before the interruption (GRPO's KL reference), the checkpoint restoring the weights
+    resumed = tmp_path / "resumed"
+    (resumed / "checkpoint-1").mkdir(parents=True)
+    job = rl_hgemm.HgemmRL(s, tiny_model_dir, None, str(resumed), str(tmp_path / "out2"))
+    tokenizer = load_tokenizer(tiny_model_dir)
+    model, result = job.warm_start("the starting policy", tokenizer, None, None, None, resumable=True)
+    assert model == "the starting policy" and result["note"].endswith("no fine-tuned model was saved before it")
+    load_causal_lm(tiny_model_dir, tokenizer).save_pretrained(resumed / "rft" / "model")
+    model, result = job.warm_start("the starting policy", tokenizer, None, None, None, resumable=True)
+    assert model.config._name_or_path == str(resumed / "rft" / "model") and "fine-tuned model is" in result["note"]

@@ -7,8 +7,9 @@ the prompts GRPO would draw (contrastive context or bare, training.context.Drawn
 harness judges them exactly as GRPO's reward does (KernelReward: the same problems, recheck and
 kernel-database rows, under stage `<stage>_rft`), and each shape's fastest verified completion at or
 above `min_speedup` over the strongest baseline becomes a (prompt, completion) pair. TRL's SFTTrainer
-fine-tunes the policy on those pairs, the loss on the completion only; GRPO then starts from the
-fine-tuned weights. Without a GPU nothing is verified, so nothing is kept and the policy is left as it
+fine-tunes the policy on those pairs, the loss on the completion only (each completion ended with
+`<|end|>`, as the corpus frames a kernel); the fine-tuned model is saved and GRPO loads it, so that
+its KL reference is the fine-tuned model too. Without a GPU nothing is verified, so nothing is kept and the policy is left as it
 was (the metrics say so).
 """
 
@@ -22,6 +23,7 @@ import torch
 from datasets import Dataset
 
 from training.probe import generation_prompt
+from training.prompts import END_TOKEN
 from training.sampling import generate_completions
 
 
@@ -60,22 +62,30 @@ def keep_best(rows: list[dict], completions: list[list[str]], verdicts: list[dic
 
 def fine_tune(model, tokenizer, pairs: list[dict], settings: RFTSettings, work_dir: str, max_length: int,
               bf16: bool) -> dict:
-    """TRL SFT of `model` in place on the (prompt, completion) pairs, loss on the completions only.
-    Returns the losses logged and the seconds it took."""
+    """TRL SFT of `model` in place on the (prompt, completion) pairs, loss on the completions only; the
+    model and tokenizer are saved to <work_dir>/model. Returns the losses logged, the seconds it took
+    and where the model is."""
     from trl import SFTConfig, SFTTrainer  # TRL on first use, as training.grpo does
 
     began = time.perf_counter()
-    eos = tokenizer.eos_token or ""
-    data = Dataset.from_list([{"prompt": p["prompt"], "completion": p["completion"] + eos} for p in pairs])
+    data = Dataset.from_list([{"prompt": p["prompt"], "completion": p["completion"].rstrip() + "\n" + END_TOKEN}
+                              for p in pairs])
     config = SFTConfig(output_dir=work_dir, num_train_epochs=settings.epochs, learning_rate=settings.learning_rate,
                        per_device_train_batch_size=settings.per_device_train_batch_size, max_length=max_length,
                        completion_only_loss=True, packing=False, bf16=bf16, logging_steps=1, save_strategy="no",
-                       report_to=[], lr_scheduler_type="constant", seed=0)
+                       gradient_checkpointing=False, report_to=[], lr_scheduler_type="constant", seed=0)
     trainer = SFTTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer)
     trainer.train()
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    return {"steps": trainer.state.global_step, "loss_first": losses[0] if losses else None,
-            "loss_last": losses[-1] if losses else None, "seconds": time.perf_counter() - began}
+    path = f"{work_dir}/model"
+    trainer.save_model(path)
+    tokenizer.save_pretrained(path)
+    steps = trainer.state.global_step
+    del trainer   # its optimizer state, before GRPO builds its own
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return {"steps": steps, "loss_first": losses[0] if losses else None,
+            "loss_last": losses[-1] if losses else None, "seconds": time.perf_counter() - began, "model": path}
 
 
 def rejection_round(model, tokenizer, rows: list[dict], reward, settings: RFTSettings, max_new_tokens: int,

@@ -20,8 +20,9 @@ the lower kept (training/rewards.py).
 
 RFT (training/rft.py). With rft.shapes, before GRPO's first step: the policy samples rft.k
 completions for that many training shapes, the reward's judge scores them (recorded under
-`rl_hgemm_rft`), and the policy is fine-tuned on each shape's fastest verified one; GRPO starts from
-there. A run resumed from a GRPO checkpoint skips it (the checkpoint holds the fine-tuned weights).
+`rl_hgemm_rft`), and the policy is fine-tuned on each shape's fastest verified one; GRPO trains the
+fine-tuned model (saved in the work folder, which is also its KL reference). A run resumed from a
+GRPO checkpoint does not sample again: it loads the fine-tuned model, and the checkpoint its weights.
 
 Probe. After training, the starting model and the trained one each sample probe.k completions for the
 same probe.prompts fixed training shapes, judged: metrics `probe` compares the two problem by problem
@@ -54,6 +55,7 @@ from training.grpo import (
     finish_stage,
     grpo_resume_settings,
     load_policy,
+    policy_model,
     train_and_save,
     use_bf16,
 )
@@ -124,6 +126,9 @@ def write_best_kernels(db, train: list[Problem], library: dict, folder: Path) ->
     and the library's speedup on the same shape; returns the summary for the metrics."""
     folder.mkdir(parents=True, exist_ok=True)
     best = db.best_per_key(STAGE)
+    for key, row in db.best_per_key(f"{STAGE}_rft").items():   # the RFT round's samples count too
+        if key not in best or (row["speedup_vs_best"] or 0) > (best[key]["speedup_vs_best"] or 0):
+            best[key] = row
     index, beats, compared = {}, 0, 0
     for p in train:
         row = best.get(p.key)
@@ -169,26 +174,32 @@ class HgemmRL:
         grid = settings.shapes.grid if isinstance(settings.shapes.grid, str) else None  # an inline grid is in the settings
         self.resume_inputs = {"model": model_dir, "library": library_dir, "grid": grid}
 
-    def warm_start(self, model, tokenizer, dataset, judge, db, resumable: bool) -> dict:
+    def warm_start(self, model, tokenizer, dataset, judge, db, resumable: bool) -> tuple:
         """The RFT round before GRPO (rft.shapes of the training shapes, spread over the buckets, their
-        prompts drawn as GRPO's are); its metrics, or why it did not run."""
+        prompts drawn as GRPO's are): (the policy GRPO trains, the round's metrics or why it did not run)."""
         s = self.settings
         if not s.rft.shapes:
-            return {"note": "rft.shapes is 0"}
+            return model, {"note": "rft.shapes is 0"}
+        tuned = Path(self.work_dir) / "rft" / "model"
         checkpoint = get_last_checkpoint(self.work_dir) if resumable and Path(self.work_dir).is_dir() else None
         if checkpoint:
-            return {"note": f"resumed from {checkpoint}, which holds the fine-tuned weights"}
+            note = f"resumed from {checkpoint}"
+            if (tuned / "config.json").is_file():   # the KL reference GRPO had before the interruption
+                return policy_model(str(tuned), tokenizer), {"note": note + f"; the fine-tuned model is {tuned}"}
+            return model, {"note": note + "; no fine-tuned model was saved before it"}
         picked = {p.key for p in probe_problems(self.train, s.rft.shapes)}
         # build_dataset's first len(train) rows are the training shapes in order (then the repeats)
         rows = [dataset[i] for i, p in enumerate(self.train) if p.key in picked]
         reward = KernelReward(judge, db, s.reward, f"{STAGE}_rft")
         try:
-            return rejection_round(model, tokenizer, rows, reward, s.rft, s.grpo["max_completion_length"],
-                                   str(Path(self.work_dir) / "rft"),
-                                   s.grpo["max_prompt_length"] + s.grpo["max_completion_length"],
-                                   use_bf16(s.grpo.get("bf16", False)))
+            metrics = rejection_round(model, tokenizer, rows, reward, s.rft, s.grpo["max_completion_length"],
+                                      str(tuned.parent), s.grpo["max_prompt_length"] + s.grpo["max_completion_length"],
+                                      use_bf16(s.grpo.get("bf16", False)))
         finally:
             reward.close()
+        if metrics.get("fine_tune"):
+            model = policy_model(metrics["fine_tune"]["model"], tokenizer)
+        return model, metrics
 
     def run(self, out: Path, resumable: bool) -> dict:
         s, train, heldout = self.settings, self.train, self.heldout
@@ -208,7 +219,11 @@ class HgemmRL:
             DrawnPrompts(prompts, 1.0, s.context.seed)) if s.shapes.heldout_eval and s.grpo.get("eval_steps")
             and heldout else None)
         judge = s.judge.make_judge()
-        rft = self.warm_start(model, tokenizer, dataset, judge, db, resumable)
+        try:
+            model, rft = self.warm_start(model, tokenizer, dataset, judge, db, resumable)
+        except BaseException:
+            judge.close()   # train_and_save closes it from here on
+            raise
         verbatim = CorpusKernels.from_dataset(self.corpus_dir) if self.corpus_dir else None
         summary = train_and_save(model, tokenizer, dataset, s.grpo, judge, db, s.reward, STAGE, self.work_dir,
                                  resumable, out, verbatim=verbatim, eval_dataset=heldout_eval)
@@ -236,7 +251,7 @@ class HgemmRL:
                         "probe.context is off" if not s.probe.context else "no probe problem had context examples"}
             return probe_summary(runs[0][name], runs[1][name])
 
-        trained_on = db.problem_keys(STAGE)
+        trained_on = db.problem_keys(STAGE) | db.problem_keys(f"{STAGE}_rft")
         leaked = sorted(trained_on & heldout_keys)
         if leaked:  # cannot happen by construction; checked because a leak would void the held-out table
             raise RuntimeError(f"held-out shapes were judged during training: {leaked[:5]}")

@@ -72,7 +72,7 @@ CLUSTERED = [(128, 256, 2)]
 # all. Every tile takes it but 128x128 with two consumers, which loses on single GEMMs (0.83-0.94x) and
 # wins batched (1.10-1.27x): that one keeps both.
 BOTH_EPILOGUES = [(128, 128, 2)]
-# Split-K across a cluster (`split_k: 2 | 4`, hgemm/cluster_splitk.cuh): SPLITK CTAs compute one tile over
+# Split-K across a cluster (`split_k: 2 | 4 | 8`, hgemm/cluster_splitk.cuh): SPLITK CTAs compute one tile over
 # shares of K and reduce-scatter their fp32 accumulators through distributed shared memory, so a problem
 # with fewer tiles than SMs and a long K (1024 x 512 x 12288: 32 tiles of 128 x 128 on 132 SMs) keeps every
 # SM busy without a workspace, atomics or a second pass. The reduction moves (SPLITK - 1) / SPLITK of a
@@ -215,7 +215,10 @@ def applicable(p: dict, problem) -> bool:
     if min(problem.M, problem.N, problem.K) < 64:
         return False
     tiles = -(-problem.M // p["bm"]) * -(-problem.N // p["bn"]) * problem.batch
-    # Split-K where the tiles leave a quarter of the SMs idle and every share keeps 4 k tiles or more.
+    # Split-K where the tiles leave a quarter of the SMs idle and K holds 4 k tiles a share. The kernel's
+    # shares are ceil(k tiles / split) long and the last gets what is left, which may be little or
+    # nothing (k_share; 34 k tiles in 8: six of 5, one of 4, one empty); such splits still won shapes of
+    # the sample tune.
     if _split(p) > 1 and (tiles > 3 * NUM_SMS // 4 or -(-problem.K // BK) < 4 * _split(p)):
         return False
     # Large tiles on problems with fewer CTAs than half the SMs leave most of the GPU idle.

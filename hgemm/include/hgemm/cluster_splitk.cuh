@@ -11,7 +11,7 @@
 //   3. waits on its own `full` (acquire), adds the SPLITK - 1 partials of its pairs into its
 //      registers and arrives on each sender's `empty`,
 // then stores its own pairs to C (ClusterSplitK::store). The buffer holds one slot per peer
-// in fragment order (element e of thread t at (slot * E2 + e) * NT + t, as float2), so 32 lanes write
+// in fragment order (pair e of thread t at (slot * kPerCta + e) * NT + t, as float2), so 32 lanes write
 // 256 contiguous bytes and read them back the same way: no bank conflicts, no index math per element.
 // The producer warpgroup takes no part, so it keeps loading the next tile's k-share meanwhile.
 #pragma once

@@ -650,3 +650,17 @@ int main(int argc, char** argv) {
             (copy,) = staged_operands(one, problem)
             assert (copy.operand, copy.offset, copy.end) == (op, 0, own) and own + 4 <= one.workspace(env)
             assert [t.staged for t in one.tensor_maps] == [op == "A", op == "B"]
+
+
+def test_every_family_render_fits_its_template_and_a_mixed_one_is_named():
+    from kernels_corpus.families import all_variants
+    from kernels_corpus.families.consistency import mismatch
+
+    assert [name for name, text in all_variants() if mismatch(text)] == []
+    split = wgmma.render(dict(bm=128, bn=128, consumers=1, stages=4, group_m=8, split_k=4))
+    assert mismatch(split.replace("__cluster_dims__(4, 1, 1)", "__cluster_dims__(2, 1, 1)")).endswith(
+        "__cluster_dims__: cluster (2, 1, 1), the kernel's (4, 1, 1)")
+    assert "tensor_map: tensor maps" in mismatch(split.replace("box=(128, 64)", "box=(64, 64)"))
+    # a configuration no family renders is not judged here; neither is a text without a family template
+    assert mismatch(split.replace("wgmma_gemm<128, 128, 1, 4,", "wgmma_gemm<128, 128, 1, 7,")) is None
+    assert mismatch((INCLUDE_DIR.parent.parent / "kernels_corpus/reference/mma_pipelined.cu").read_text()) is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,35 @@ def test_context_metrics_split_prompts_with_and_without_context():
     # no GPU: nothing ran, so no correct rates; a batch without bare prompts has no bare rates
     m = context_metrics(verdicts[:3], shown[:3], timed=False)
     assert set(m) == {"prompt/context_examples", "kernel/parse_rate_in_context"}
+
+
+def test_a_family_render_whose_spec_does_not_fit_its_template_is_a_parse_error_never_judged(tmp_path):
+    from kernels_corpus.families import mma_sync, wgmma
+
+    fits = wgmma.render(dict(bm=128, bn=256, consumers=2, stages=3, group_m=8, epilogue="smem"))
+    # another variant's block: the template's kernel has 384 threads (two consumer warpgroups)
+    misfit = fits.replace("block: 384", "block: 256")
+    # a 4-stage mma.sync tile given 2 stages' shared memory: runs only while K is short
+    tile = mma_sync.render(next(p for p in mma_sync.variants() if p["stages"] == 4))
+    short = re.sub(r"smem: \d+", "smem: 1024", tile)
+
+    class Recording:
+        gpu = False
+        seen: list[str] = []
+
+        def judge(self, texts, problems):
+            self.seen.extend(texts)
+            return [{"status": "compiled", "results": [{"problem": problems[0][0].to_dict(), "status": "compiled"}]}
+                    for _ in texts]
+
+    judge = Recording()
+    reward = reward_fn(judge, tmp_path)
+    rewards, _ = reward.score([fits, misfit, short], [problems_to_json([Problem(256, 256, 256)])] * 3,
+                              ["k"] * 3, ["edge"] * 3)
+    reward.close()
+    assert [t.strip() for t in judge.seen] == [fits.strip()]
+    statuses = [v["status"] for v in reward.last_verdicts]
+    assert statuses == ["compiled", "parse_error", "parse_error"]
+    assert "block: block 256, the kernel's is 384" in reward.last_verdicts[1]["error"]
+    assert "smem: smem 1024" in reward.last_verdicts[2]["error"]
+    assert rewards[1] < rewards[0] and reward.db.status_counts() == {"compiled": 1, "parse_error": 2}

@@ -10,6 +10,11 @@ problems it was judged on (so the log is averaged); `wrong` sits one step below 
 slowest correct kernel beats any wrong one. `harness_error` (our fault, not the kernel's) is scored
 as `wrong`: a candidate is never rewarded for something we could not verify.
 
+A seed-family render whose launch spec does not fit the template it instantiates (block, shared
+memory, TMA boxes or cluster shape of another variant: kernels_corpus.families.consistency) is a
+`parse_error` named so, without a compile or a launch: it can only run by luck of the shape (an
+under-allocated ring is never touched when K is short).
+
 On a machine without a GPU the judge says `compiled` for a kernel that parsed and compiled; it gets
 `compiled_reward` (above every failure), and the logged metrics say the reward covered parse+compile
 only.
@@ -31,6 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from hgemm.problem import Problem, TaskProblem
+from kernels_corpus.families.consistency import mismatch
 from training.kerneldb import KernelDB
 from training.prompts import completion_to_candidate
 
@@ -228,7 +234,14 @@ class KernelReward:
 
     def judge_batch(self, texts: list[str], plists: list[list]) -> list[dict]:
         """Verdicts for the batch, with implausible speedups re-checked; a harness exception becomes
-        `harness_error` verdicts instead of stopping training."""
+        `harness_error` verdicts instead of stopping training. A family render whose spec does not fit
+        its template is a parse_error, not judged."""
+        misfits = {i: why for i, t in enumerate(texts) if (why := mismatch(t))}
+        if misfits:
+            rest = [i for i in range(len(texts)) if i not in misfits]
+            judged = iter(self.judge_batch([texts[i] for i in rest], [plists[i] for i in rest]) if rest else [])
+            return [{"status": "parse_error", "error": misfits[i], "results": []} if i in misfits else next(judged)
+                    for i in range(len(texts))]
         try:
             verdicts = self.judge.judge(texts, plists)
             again = [i for i, v in enumerate(verdicts) if needs_recheck(v, self.settings)]

@@ -194,14 +194,15 @@ def write_kernels(out_dir: Path, texts: dict[str, str]) -> None:
             stale.unlink()
 
 
-def merge_libraries(folders: list[str | Path], out_dir: str | Path, dispatch: str = "measured") -> dict:
+def merge_libraries(folders: list[str | Path], out_dir: str | Path, dispatch: str = "measured",
+                    results: list[dict | None] | None = None) -> dict:
     """One library from several tune folders: every tuned shape of any of them, and where two tuned the
     same shape, the entry with the higher speedup over its run's strongest baseline (each run measures
     its own baselines, so the ratio, not the time, is compared); each entry says which folder it came
     from (`from`) and what its tune timed on its shape (`timed`, from the folder's bench.json where it has
     one), and unseen shapes go by `dispatch`. The fallback, the environment and the arch are the first
-    folder's. Writes table.json
-    and kernels/ (the entries' kernels, their timed reference kernels and the fallback; nothing else)
+    folder's. `results`: the folders' tune results where the caller has read them already (else read
+    here). Writes table.json and kernels/ (the entries' kernels, their timed reference kernels and the fallback; nothing else)
     under out_dir; returns the table."""
     if not folders:
         raise ValueError("merge needs at least one library folder")
@@ -214,8 +215,9 @@ def merge_libraries(folders: list[str | Path], out_dir: str | Path, dispatch: st
             if kept is None or (entry.get("speedup_vs_best") or 0) > (kept.get("speedup_vs_best") or 0):
                 entries[key] = dict(entry, **{"from": str(folder)})
     first_folder, first = tables[0]
-    for folder, _ in tables:
-        attach_timed({k: e for k, e in entries.items() if e["from"] == str(folder)}, tune_results(folder))
+    for i, (folder, _) in enumerate(tables):
+        attach_timed({k: e for k, e in entries.items() if e["from"] == str(folder)},
+                     results[i] if results is not None else tune_results(folder))
     merged = {"arch": first.get("arch"), "gpu_run": first.get("gpu_run"), "env": first.get("env"),
               "entries": dict(sorted(entries.items())), "fallback": first["fallback"], "dispatch": dispatch,
               "merged_from": [str(f) for f, _ in tables],
@@ -299,7 +301,7 @@ def copy_library(sources: list[str | Path], problems: list[Problem], out_dir: st
             if (sources[0] / name).is_file():
                 (out / name).write_text((sources[0] / name).read_text())
     else:
-        table = merge_libraries(sources, out)
+        table = merge_libraries(sources, out, results=results)
         for name in ("summary.md", "goals.md"):  # a single library's, left by an earlier copy into this folder
             (out / name).unlink(missing_ok=True)
     covered = set(table.get("entries", {})) | set(table.get("pending", []))

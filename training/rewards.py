@@ -237,11 +237,12 @@ class KernelReward:
         `harness_error` verdicts instead of stopping training. A family render whose spec does not fit
         its template is a parse_error, not judged."""
         misfits = {i: why for i, t in enumerate(texts) if (why := mismatch(t))}
-        if misfits:
-            rest = [i for i in range(len(texts)) if i not in misfits]
-            judged = iter(self.judge_batch([texts[i] for i in rest], [plists[i] for i in rest]) if rest else [])
-            return [{"status": "parse_error", "error": misfits[i], "results": []} if i in misfits else next(judged)
-                    for i in range(len(texts))]
+        rest = [i for i in range(len(texts)) if i not in misfits]
+        judged = iter(self._judge([texts[i] for i in rest], [plists[i] for i in rest]) if rest else [])
+        return [{"status": "parse_error", "error": misfits[i], "results": []} if i in misfits else next(judged)
+                for i in range(len(texts))]
+
+    def _judge(self, texts: list[str], plists: list[list]) -> list[dict]:
         try:
             verdicts = self.judge.judge(texts, plists)
             again = [i for i, v in enumerate(verdicts) if needs_recheck(v, self.settings)]

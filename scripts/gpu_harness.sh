@@ -11,7 +11,8 @@
 #                                       # parts, beside benchmarks/tune); merged with benchmarks/tune, both
 #                                       # libraries side by side on the held-out part (BENCH=0: tune only)
 #   bash scripts/gpu_harness.sh bench GRID  # a library's choice per shape over a grid, beside every baseline
-#                                       # (LIB=folder, default benchmarks/tune)
+#                                       # (LIB=folder, default benchmarks/tune; TORCH_COMPILE=1 adds
+#                                       # torch.compile max-autotune: 10 shapes took 170 s)
 # Raw results (JSON with the environment) and logs go to $OUT; a short table is printed last.
 # TESTS="tests/test_gpu_harness.py ..." runs fewer GPU test files; THROUGHPUT=0 leaves out the throughput run.
 source scripts/gpu_env.sh
@@ -79,7 +80,7 @@ bench)
   grid=${2:?a grid YAML}
   name=$(basename "$grid" .yaml)
   timeout "${LIMIT:-300}" python3 -m hgemm.cli bench --library "${LIB:-benchmarks/tune}" --grid "$grid" \
-    --out "$OUT/library_$name.json" > "$OUT/library_$name.log" 2>&1
+    $([ "${TORCH_COMPILE:-0}" = 1 ] && echo --torch-compile) --out "$OUT/library_$name.json" > "$OUT/library_$name.log" 2>&1
   echo "bench $name: rc $?"
   tail -4 "$OUT/library_$name.md"
   ;;

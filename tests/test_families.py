@@ -474,21 +474,26 @@ def test_wgmma_spec_and_applicability():
         assert spec.block[0] == 128 * (1 + p["consumers"])
         assert f"__launch_bounds__({spec.block[0]}, 1)" in text
         grid, _, smem, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=132))
-        ctas = p.get("cluster", 1) * p.get("split_k", 1)   # a cluster's CTAs; grids are whole clusters
-        assert grid == (132 // ctas * ctas, 1, 1) and smem <= 227 * 1024
-        grid, _, _, _ = spec.launch_dims(dict(M=100, N=64, K=8, batch=1, num_sms=132))
-        # a staged grid is every SM, tiles or not: each CTA copies its share before the barrier; a
-        # cluster grid is whole clusters (the second CTA's tile lies past M here)
-        # a split-K grid is one cluster of split_k CTAs a tile
         cl, sk = p.get("cluster", 1), p.get("split_k", 1)
+        ctas = cl * sk   # a cluster's CTAs; grids are whole clusters
+        staged = p.get("loader") == "staged"
+        # a staged split grid: no more clusters than the H200 runs at once (66 of 2, 30 of 4, 15 of 8),
+        # since its barrier waits for every CTA
+        resident = {2: 66, 4: 28, 8: 14}.get(sk, 132 // ctas) if staged else 132 // ctas
+        assert grid == (resident * ctas, 1, 1) and smem <= 227 * 1024
+        assert not staged or resident * sk <= {1: 132, 2: 132, 4: 120, 8: 120}[sk]
+        grid, _, _, _ = spec.launch_dims(dict(M=100, N=64, K=8, batch=1, num_sms=132))
+        # a staged grid is every SM (every SM it can hold at once, split), tiles or not: each CTA copies
+        # its share before the barrier; a cluster grid is whole clusters (the second CTA's tile lies
+        # past M here); a split-K grid is one cluster of split_k CTAs a tile
         tiles = -(-100 // p["bm"]) * -(-64 // p["bn"])
-        assert grid == ((132, 1, 1) if p.get("loader") == "staged" else (cl if cl > 1 else sk * tiles, 1, 1))
+        assert grid == ((resident * ctas, 1, 1) if staged else (cl if cl > 1 else sk * tiles, 1, 1))
         assert ("__cluster_dims__(2, 1, 1)" in text) == (cl * sk == 2)
         assert (f"__cluster_dims__({sk}, 1, 1)" in text) == (sk > 1)
         if sk > 1:
-            assert p.get("epilogue", "registers") == "registers" and cl == 1 and p.get("loader", "tma") == "tma"
+            assert p.get("epilogue", "registers") == "registers" and cl == 1
             grid, _, _, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=131))
-            assert grid == (131 // sk * sk, 1, 1)
+            assert grid == ((131 // 2 if sk == 2 else 131 * 7 // 8 // sk) * sk if staged else 131 // sk * sk, 1, 1)
         if cl > 1:
             grid, _, _, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=131))
             assert grid == (130, 1, 1)   # an odd SM count: whole clusters only
@@ -509,7 +514,15 @@ def test_wgmma_spec_and_applicability():
     assert not wgmma.applicable(split4, Problem(4096, 4096, 4096))    # 1024 tiles fill the GPU already
     assert not wgmma.applicable(split4, Problem(1024, 512, 960))      # 15 k tiles: shares under 4
     assert not wgmma.applicable(split4, Problem(1024, 512, 12289))    # the TMA loader's pitches still hold
-    staged = [p for p in wgmma.variants() if p.get("loader") == "staged"]
+    # behind the staged loader, the shapes split4 refuses for their pitches: copying the operand TMA refuses
+    staged4 = dict(bm=128, bn=128, consumers=1, stages=5, group_m=8, split_k=4, loader="staged", stage="A")
+    assert staged4 in wgmma.variants()
+    assert wgmma.applicable(staged4, Problem(1024, 512, 12289))       # odd K in NN: A's rows
+    assert not wgmma.applicable(staged4, Problem(1024, 512, 12288))   # TMA takes it as it is
+    assert not wgmma.applicable(staged4, Problem(1024, 512, 12289, layout="TN"))   # TN: B's rows are K long too
+    assert wgmma.applicable(dict(staged4, stage="AB"), Problem(1024, 512, 12289, layout="TN"))
+    assert not wgmma.applicable(staged4, Problem(4096, 4096, 4095))   # 1024 tiles fill the GPU already
+    staged = [p for p in wgmma.variants() if p.get("loader") == "staged" and p.get("split_k", 1) == 1]
     both = [p for p in staged if p["stage"] == "AB"]
     for fed in both:
         assert wgmma.applicable(fed, Problem(4096, 4096, 4095))          # exactly the shapes TMA refuses

@@ -81,6 +81,17 @@ BOTH_EPILOGUES = [(128, 128, 2)]
 # The two deepest rings that fit beside the reduction buffer.
 SPLIT_TILES = [(128, 128, 1), (128, 64, 1), (128, 128, 2), (256, 128, 2), (128, 256, 2)]
 SPLITS = (2, 4, 8)
+# Split-K behind the staged loader, for the same few-tile long-K problems where a row pitch is one TMA
+# refuses (odd K, or odd N in NN: 52 of the shape sample's 255 fitting shapes are such, and 14 of its
+# 65 held-out ones). The two one-consumer tiles that won split shapes of the sample tune, at their
+# deepest ring, copying both operands or either one.
+STAGED_SPLIT_TILES = [(128, 128, 1), (128, 64, 1)]
+# The staged loader's grid barrier needs every CTA resident at once, so a staged split grid holds no
+# more clusters than the GPU runs together: the H200 holds 66 clusters of 2, 30 of 4 and 15 of 8
+# (benchmarks/split_k/cluster_occupancy.json); 7/8 of the SMs in clusters of 4 or 8 is 28 and 14 of
+# them, inside those. A GPU whose GPCs hold fewer traps at the barrier after ~1 s (a crash, no hang).
+def staged_split_clusters(split: int) -> str:
+    return "num_sms // 2" if split == 2 else f"num_sms * 7 // 8 // {split}"
 _G = dict(group_m=8, epilogue="smem")
 # The smem epilogue on each kind of tile and loader, at the ring depth benchmarks/epilogue/ measured
 # (the GPU tests run them all)
@@ -124,7 +135,7 @@ def _valid(p: dict) -> bool:
         and 3 <= p["stages"] <= 6
         and _cluster(p) in (1, 2)
         and _split(p) in SPLITS + (1,)
-        and (_split(p) == 1 or (_cluster(p) == 1 and not _epilogue_smem(p) and not _staged(p)))
+        and (_split(p) == 1 or (_cluster(p) == 1 and not _epilogue_smem(p)))
     )
 
 
@@ -160,6 +171,10 @@ def variants() -> list[dict]:
     for (bm, bn, c), split in itertools.product(SPLIT_TILES, SPLITS):
         fits = [p for st in STAGES if _valid(p := dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=8, split_k=split))]
         out += fits[-2:]
+    for (bm, bn, c), split, ops in itertools.product(STAGED_SPLIT_TILES, SPLITS, ("AB", "A", "B")):
+        fits = [p for st in STAGES if _valid(p := dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=8, split_k=split,
+                                                        loader="staged", stage=ops))]
+        out += fits[-1:]
     return out
 
 
@@ -254,8 +269,10 @@ def spec_text(p: dict) -> str:
 
 def _grid(p: dict) -> str:
     cl = _cluster(p)
-    if _split(p) > 1:  # whole clusters of split_k CTAs, one a tile
-        sk = _split(p)
+    sk = _split(p)
+    if sk > 1 and _staged(p):  # as many whole clusters as run at once, tiles or not: every CTA copies
+        return f"grid: {sk} * ({staged_split_clusters(sk)})"
+    if sk > 1:  # whole clusters of split_k CTAs, one a tile
         return f"grid: {sk} * min(num_sms // {sk}, cdiv(M, {p['bm']}) * cdiv(N, {p['bn']}) * batch)"
     if _staged(p):  # every SM copies, whatever the number of tiles (CTAs without a tile only copy)
         return "grid: num_sms" if cl == 1 else f"grid: num_sms // {cl} * {cl}"

@@ -34,8 +34,9 @@
 // columns of a box (so partial K tiles contribute 0), and the epilogues predicate C stores.
 //
 // The launch spec of an instantiation: block = WgmmaShape<...>::kThreads, smem = ::kSmemBytes, grid
-// min(num_sms, tiles) (clusters: whole clusters; staged: num_sms, every CTA copies), one tensor map
-// per operand: A box=(BM, 64), B box=(64, 64), swizzle=128.
+// min(num_sms, tiles) (clusters: whole clusters; staged: num_sms, every CTA copies; staged with
+// split-K: whole clusters, no more than the GPU holds at once, since the copies end at a grid
+// barrier), one tensor map per operand: A box=(BM, 64), B box=(64, 64), swizzle=128.
 #pragma once
 
 #include <cuda.h>

@@ -7,8 +7,8 @@
 #   bash scripts/gpu_rl_runs.sh 3    sample (both models), bench, library, report
 #   bash scripts/gpu_rl_runs.sh pretrain   corpus, tokenizer, pretrain only (does the model write the format?)
 # Each run writes $OUT/snakemake_<phase>.log and packs results/gpu-rl (no weights) into $OUT/rl_<phase>.tgz.
-# The weights stay on the machine, which the device tool releases after 30 s idle: start each run as
-# soon as the one before returns, or phases 2 and 3 find no model and pretrain again.
+# Phases 2 and 3 need the weights phase 1 left in results/gpu-rl and work/gpu-rl on the same host (the
+# packed files hold none): on a fresh host they pretrain again and do not fit their calls.
 source scripts/gpu_env.sh
 PHASE=${1:?phase 1, 2, 3 or pretrain}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"

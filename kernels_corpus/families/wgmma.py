@@ -169,13 +169,16 @@ def variants() -> list[dict]:
             continue
         out += [q for q in _epilogues(p) if _valid(q)]
     for (bm, bn, c), split in itertools.product(SPLIT_TILES, SPLITS):
-        fits = [p for st in STAGES if _valid(p := dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=8, split_k=split))]
-        out += fits[-2:]
+        out += _deepest(lambda st: dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=8, split_k=split), 2)
     for (bm, bn, c), split, ops in itertools.product(STAGED_SPLIT_TILES, SPLITS, ("AB", "A", "B")):
-        fits = [p for st in STAGES if _valid(p := dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=8, split_k=split,
-                                                        loader="staged", stage=ops))]
-        out += fits[-1:]
+        out += _deepest(lambda st: dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=8, split_k=split,
+                                        loader="staged", stage=ops), 1)
     return out
+
+
+def _deepest(variant, n: int) -> list[dict]:
+    """variant(stages) at the n deepest ring depths that fit (split-K's reduction buffer takes ring room)."""
+    return [p for st in STAGES if _valid(p := variant(st))][-n:]
 
 
 def _staged(p: dict) -> bool:

@@ -1,5 +1,6 @@
 """`hgemm check FILE...`, `hgemm bench --kernels PATH --grid GRID --out results.json`, `hgemm tune`,
-and `hgemm summarize RESULTS... [--goals | --libraries A,B]` (Markdown again from results files, no GPU needed).
+`hgemm merge`, `hgemm pin LIBRARY --grid GRID --out DIR` (a library's choices on a grid, fixed) and
+`hgemm summarize RESULTS... [--goals | --libraries A,B]` (Markdown again from results files, no GPU needed).
 
 A user error (a missing or unreadable file, a bad grid, an empty selection, a bad option value) ends
 the command with one line on stderr and a non-zero exit: argparse's `error:` line for options,
@@ -18,7 +19,7 @@ from .bench import run_bench
 from .compile import name_source
 from .entry import BASELINES, TIMING_METHODS, EvalOptions
 from .files import UnreadableFile, read_user_text
-from .library import DISPATCH_RULES, Library, merge_libraries
+from .library import DISPATCH_RULES, Library, merge_libraries, pin_library
 from .pool import compile_all, visible_gpus
 from .problem import GridError, Problem, load_grid, select_problems
 from .summary import goals_markdown, libraries_markdown, markdown
@@ -131,6 +132,20 @@ def cmd_merge(args) -> int:
         raise user_error(f"merge: {e}") from None
     sources = Counter(e["from"] for e in table["entries"].values())
     print(f"{args.out}: {len(table['entries'])} shapes ({', '.join(f'{n} from {s}' for s, n in sources.items())})")
+    return 0
+
+
+def cmd_pin(args) -> int:
+    """A library's choices on a grid as exact entries (hgemm.library.pin_library)."""
+    if not (Path(args.library) / "table.json").is_file():
+        raise user_error(f"{args.library}: not a tuned library (no table.json)")
+    problems = select_problems(load_grid(args.grid), args.classes, 0, where=args.grid)
+    try:
+        table = pin_library(args.library, problems, args.out)
+    except (ValueError, OSError, KeyError) as e:  # a kernel file the table names missing, a bad table
+        raise user_error(f"pin: {e}") from None
+    hows = Counter(table["entries"][p.key]["how"].split()[0] for p in problems)
+    print(f"{args.out}: {len(problems)} shapes pinned ({', '.join(f'{n} {how}' for how, n in sorted(hows.items()))})")
     return 0
 
 
@@ -256,6 +271,14 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--dispatch", choices=DISPATCH_RULES, default="measured",
                    help="how the library serves shapes it has no entry for (hgemm.library)")
     g.set_defaults(fn=cmd_merge)
+
+    n = sub.add_parser("pin", help="a copy of a library with its choice for every shape of a grid fixed as an exact "
+                                   "entry: the old dispatch's choices, to bench beside a changed rule")
+    n.add_argument("library", help="a tuned library folder")
+    n.add_argument("--grid", required=True, help="grid YAML (see configs/grids/)")
+    n.add_argument("--classes", nargs="+", help="only these shape classes of the grid")
+    n.add_argument("--out", required=True, help="folder for the pinned table.json and kernels/")
+    n.set_defaults(fn=cmd_pin)
 
     m = sub.add_parser("summarize", help="the Markdown summary (or the library's per-class goals) of an existing results JSON")
     m.add_argument("results", nargs="+", help="results JSON of hgemm bench (or parts of one), or a library's bench.json")

@@ -45,6 +45,9 @@ DISPATCH_RULES = ("measured", "nearest")
 NEIGHBOURS = 8  # tuned shapes the measured rule averages over
 ALIGN_PENALTY = 1.0  # in log2 units of distance: as far as a factor 2 in one dimension
 UNTIMED_SLOWDOWN = 1.3  # what the measured rule assumes of a kernel a neighbour's tune did not time
+# entries that serve their own shape only: a model's kernel (verified on its shape alone) and a pinned
+# choice (pin_library), which is a dispatch result, not a measurement to dispatch others from
+EXACT_ONLY_SOURCES = ("model", "pinned")
 
 
 def log_distance(a: Problem, b: Problem) -> float:
@@ -126,8 +129,8 @@ class Library:
         entry = self.entries.get(problem.key)
         if entry and self._fits(self.candidate(entry["kernel"]), problem):
             return Choice(entry["kernel"], self.candidate(entry["kernel"]), "exact")
-        # a model's kernel (source "model", stages.library) was verified on its own shape only: exact hits
-        family = [k for k, e in self.entries.items() if k.endswith("_" + problem.layout) and e.get("source") != "model"]
+        family = [k for k, e in self.entries.items()
+                  if k.endswith("_" + problem.layout) and e.get("source") not in EXACT_ONLY_SOURCES]
         if self.dispatch == "measured":
             near = sorted((aligned_distance(problem, Problem.from_key(k)), k) for k in family)[:NEIGHBOURS]
             timed = [(d, self.entries[k]["timed"]) for d, k in near if self.entries[k].get("timed")]
@@ -275,6 +278,19 @@ def write_with_entries(base: str | Path, entries: dict[str, dict], kernels: dict
                         for name in sorted(names)})
     (out / "table.json").write_text(json.dumps(table, indent=1))
     return table
+
+
+def pin_library(folder: str | Path, problems: list[Problem], out_dir: str | Path) -> dict:
+    """A copy of the library `folder` whose choice for each of `problems`, as its dispatch makes it
+    today, is fixed as an exact entry (source "pinned", with how it was chosen). Benched beside the same
+    library after its dispatch rule changed, it puts the old rule's choices in the same run as the new
+    one's (`hgemm pin`). Returns the table."""
+    lib = Library(folder)
+    entries = {}
+    for problem in problems:
+        choice = lib.lookup(problem)
+        entries[problem.key] = {"kernel": choice.name, "source": "pinned", "how": choice.how}
+    return write_with_entries(folder, entries, {}, out_dir)
 
 
 def copy_library(sources: list[str | Path], problems: list[Problem], out_dir: str | Path) -> dict:

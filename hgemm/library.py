@@ -56,14 +56,16 @@ def log_distance(a: Problem, b: Problem) -> float:
                          for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K), (a.batch, b.batch))))
 
 
-def _alignment(p: Problem) -> tuple[bool, bool]:
+def _alignment(p: Problem) -> tuple[bool, bool, bool]:
+    """Whether A's rows are 16-byte aligned (TMA's condition), whether B's are, and whether every
+    operand's rows are 128-byte multiples. The kernels that win differ across each: an operand TMA
+    refuses is read from a staged copy, and which one it is decides which staged kernel fits."""
     pitches = [operand_shape(op, p)[2] for op in "AB"]
-    return all(x % 8 == 0 for x in pitches), all(x % 64 == 0 for x in pitches)
+    return pitches[0] % 8 == 0, pitches[1] % 8 == 0, all(x % 64 == 0 for x in pitches)
 
 
 def aligned_distance(a: Problem, b: Problem) -> float:
-    """log_distance plus ALIGN_PENALTY where the shapes differ in whether every operand's rows are
-    16-byte aligned (TMA's condition) or 128-byte multiples: the kernels that win differ across both."""
+    """log_distance plus ALIGN_PENALTY for each of _alignment's conditions on which the shapes differ."""
     return log_distance(a, b) + ALIGN_PENALTY * sum(x != y for x, y in zip(_alignment(a), _alignment(b)))
 
 

@@ -10,8 +10,8 @@ earns a GPU check on shapes no tune saw (`hgemm bench --library A --library B`).
 Rules (each picks among the kernels that won some other shape and fit s: layout, TMA row pitch):
 - nearest: the kernel of the nearest tuned shape of the same layout in (log M, log N, log K, log
   batch), hgemm.library's `nearest` dispatch;
-- nearest_aligned: the same distance plus a penalty where the two shapes differ in whether an
-  operand's rows are 16-byte aligned (TMA's condition) or are a 128-byte multiple;
+- nearest_aligned: the same distance plus a penalty for each way the two shapes differ in alignment:
+  A's rows 16-byte aligned (TMA's condition), B's rows, every row a 128-byte multiple;
 - measured: every kernel that won another shape, scored by its measured slowdown against the winner
   on the 8 nearest shapes (alignment-aware distance, weighted by 1 / (1 + distance); a shape whose
   tune did not time it counts as UNTIMED_SLOWDOWN); the lowest score wins: hgemm.library's `measured`

@@ -365,3 +365,52 @@ def test_the_measured_dispatch_picks_only_kernels_its_neighbours_timed(tmp_path)
     table["dispatch"] = "measured"
     (tmp_path / "table.json").write_text(json.dumps(table))
     assert Library(tmp_path).lookup(Problem(1200, 1024, 1024)).name in ("a", "b")
+
+
+def test_the_alignment_distance_tells_apart_which_operand_tma_refuses(tmp_path):
+    """An unseen NN shape whose A rows TMA refuses (K odd) takes the kernel that wins where A's rows are
+    refused, not the one of a nearer shape whose B rows are (N odd): a staged copy of the other operand."""
+    from hgemm.library import ALIGN_PENALTY, aligned_distance, log_distance
+
+    unseen = Problem(2000, 2048, 1001)
+    a_refused, b_refused = Problem(1024, 2048, 999), Problem(2048, 2047, 1024)
+    assert log_distance(unseen, b_refused) < log_distance(unseen, a_refused)
+    assert aligned_distance(unseen, a_refused) == pytest.approx(log_distance(unseen, a_refused))
+    assert aligned_distance(unseen, b_refused) == pytest.approx(log_distance(unseen, b_refused) + 2 * ALIGN_PENALTY)
+    entries = {a_refused.key: ("staged_a", {"staged_a": 1.0, "staged_b": 1.5}),
+               b_refused.key: ("staged_b", {"staged_b": 1.0, "staged_a": 1.5})}
+    write_library(tmp_path, {"staged_a": MMA, "staged_b": MMA, "generic": NAIVE},
+                  {k: name for k, (name, _) in entries.items()}, "generic")
+    table = json.loads((tmp_path / "table.json").read_text())
+    for key, (_, ratios) in entries.items():
+        table["entries"][key]["timed"] = ratios
+    table["dispatch"] = "measured"
+    (tmp_path / "table.json").write_text(json.dumps(table))
+    assert Library(tmp_path).lookup(unseen).name == "staged_a"
+    assert Library(tmp_path).lookup(Problem(2000, 2047, 1024)).name == "staged_b"
+
+
+def test_a_pinned_library_keeps_its_choices_and_serves_them_only_on_their_shapes(tmp_path, capsys):
+    """hgemm pin: each grid shape's choice as the library makes it, as an exact entry; a pinned entry is
+    no neighbour for other shapes (here: an unseen TN shape near a pinned one still falls back)."""
+    from hgemm.cli import main
+    from hgemm.library import pin_library
+
+    lib = _timed_library(tmp_path / "m", "measured")
+    unseen, tn = Problem(1000, 1000, 1000), Problem(7, 9, 11, 2, "TN")
+    pinned = pin_library(tmp_path / "m", [unseen, tn], tmp_path / "p")
+    assert {k: (e["kernel"], e["how"]) for k, e in pinned["entries"].items() if e.get("source") == "pinned"} == {
+        unseen.key: (lib.lookup(unseen).name, "measured b1_m1024_n1024_k1024_NN"), tn.key: ("generic", "fallback")}
+    again = Library(tmp_path / "p")
+    assert (again.lookup(unseen).name, again.lookup(unseen).how) == ("steady", "exact")
+    assert again.lookup(Problem(8, 9, 11, 2, "TN")).how == "fallback"
+    assert again.lookup(Problem(1100, 1000, 1000)).name == lib.lookup(Problem(1100, 1000, 1000)).name
+    assert sorted(p.name for p in (tmp_path / "p" / "kernels").iterdir()) == ["generic.cu", "near.cu", "steady.cu"]
+
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("groups:\n- class: general\n  layouts: [NN, TN]\n  shapes:\n  - [1000, 1000, 1000, 1]\n")
+    assert main(["pin", str(tmp_path / "m"), "--grid", str(grid), "--out", str(tmp_path / "q")]) == 0
+    assert "2 shapes pinned (1 fallback, 1 measured)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        main(["pin", str(tmp_path / "none"), "--grid", str(grid), "--out", str(tmp_path / "r")])
+    assert str(e.value.code) == f"hgemm: {tmp_path / 'none'}: not a tuned library (no table.json)"

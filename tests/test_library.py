@@ -350,6 +350,18 @@ def test_a_merge_gives_each_entry_what_its_tune_timed_and_dispatches_by_it(tmp_p
     assert merge_libraries([a], tmp_path / "n", dispatch="nearest")["dispatch"] == "nearest"
 
 
+def _measured_library(folder, entries: dict[str, tuple[str, dict]], kernels: dict[str, str]) -> Library:
+    """A `measured` library of these entries (problem key -> (winner, what its tune timed)) and kernels,
+    with the naive kernel as its fallback."""
+    write_library(folder, kernels | {"generic": NAIVE}, {k: name for k, (name, _) in entries.items()}, "generic")
+    table = json.loads((folder / "table.json").read_text())
+    for key, (_, ratios) in entries.items():
+        table["entries"][key]["timed"] = ratios
+    table["dispatch"] = "measured"
+    (folder / "table.json").write_text(json.dumps(table))
+    return Library(folder)
+
+
 def test_the_measured_dispatch_picks_only_kernels_its_neighbours_timed(tmp_path):
     """A kernel no nearby tune timed is unknown there, not 1.3x slower: it must not win over kernels the
     neighbours measured (here two that are 2x off at each other's shapes)."""
@@ -357,14 +369,8 @@ def test_the_measured_dispatch_picks_only_kernels_its_neighbours_timed(tmp_path)
     entries = {p.key: ("a" if i % 2 else "b", {"a": 1.0, "b": 2.0} if i % 2 else {"b": 1.0, "a": 2.0})
                for i, p in enumerate(near)}
     entries[Problem(16, 16384, 64).key] = ("far", {"far": 1.0})   # not among the 8 nearest
-    write_library(tmp_path, {"a": MMA, "b": MMA, "far": MMA, "generic": NAIVE},
-                  {k: name for k, (name, _) in entries.items()}, "generic")
-    table = json.loads((tmp_path / "table.json").read_text())
-    for key, (_, ratios) in entries.items():
-        table["entries"][key]["timed"] = ratios
-    table["dispatch"] = "measured"
-    (tmp_path / "table.json").write_text(json.dumps(table))
-    assert Library(tmp_path).lookup(Problem(1200, 1024, 1024)).name in ("a", "b")
+    lib = _measured_library(tmp_path, entries, {"a": MMA, "b": MMA, "far": MMA})
+    assert lib.lookup(Problem(1200, 1024, 1024)).name in ("a", "b")
 
 
 def test_the_alignment_distance_tells_apart_which_operand_tma_refuses(tmp_path):
@@ -379,15 +385,9 @@ def test_the_alignment_distance_tells_apart_which_operand_tma_refuses(tmp_path):
     assert aligned_distance(unseen, b_refused) == pytest.approx(log_distance(unseen, b_refused) + 2 * ALIGN_PENALTY)
     entries = {a_refused.key: ("staged_a", {"staged_a": 1.0, "staged_b": 1.5}),
                b_refused.key: ("staged_b", {"staged_b": 1.0, "staged_a": 1.5})}
-    write_library(tmp_path, {"staged_a": MMA, "staged_b": MMA, "generic": NAIVE},
-                  {k: name for k, (name, _) in entries.items()}, "generic")
-    table = json.loads((tmp_path / "table.json").read_text())
-    for key, (_, ratios) in entries.items():
-        table["entries"][key]["timed"] = ratios
-    table["dispatch"] = "measured"
-    (tmp_path / "table.json").write_text(json.dumps(table))
-    assert Library(tmp_path).lookup(unseen).name == "staged_a"
-    assert Library(tmp_path).lookup(Problem(2000, 2047, 1024)).name == "staged_b"
+    lib = _measured_library(tmp_path, entries, {"staged_a": MMA, "staged_b": MMA})
+    assert lib.lookup(unseen).name == "staged_a"
+    assert lib.lookup(Problem(2000, 2047, 1024)).name == "staged_b"
 
 
 def test_a_pinned_library_keeps_its_choices_and_serves_them_only_on_their_shapes(tmp_path, capsys):

@@ -121,11 +121,15 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def _require_library(path: str) -> None:
+    if not (Path(path) / "table.json").is_file():
+        raise user_error(f"{path}: not a tuned library (no table.json)")
+
+
 def cmd_merge(args) -> int:
     """One library from several tune folders (hgemm.library.merge_libraries)."""
     for path in args.libraries:
-        if not (Path(path) / "table.json").is_file():
-            raise user_error(f"{path}: not a tuned library (no table.json)")
+        _require_library(path)
     try:
         table = merge_libraries(args.libraries, args.out, dispatch=args.dispatch)
     except (ValueError, OSError, KeyError) as e:  # clashing kernels, a kernel file the table names missing
@@ -137,8 +141,7 @@ def cmd_merge(args) -> int:
 
 def cmd_pin(args) -> int:
     """A library's choices on a grid as exact entries (hgemm.library.pin_library)."""
-    if not (Path(args.library) / "table.json").is_file():
-        raise user_error(f"{args.library}: not a tuned library (no table.json)")
+    _require_library(args.library)
     problems = select_problems(load_grid(args.grid), args.classes, 0, where=args.grid)
     try:
         table = pin_library(args.library, problems, args.out)

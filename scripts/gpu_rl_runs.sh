@@ -36,7 +36,7 @@ else
   ( cd "$TREE" && export PYTHONPATH=/tmp/site:$TREE && setsid flock "$LOCK" bash -c "snakemake ${TARGET:-all} \
       --cores all --keep-going --configfile configs/gpu-rl.yaml > '$LOG' 2>&1; echo \$? > dag_rc" \
       < /dev/null > /dev/null 2>&1 & )
-  sleep 2
+  sleep 2  # until flock holds the lock: the wait below would otherwise find it free and not wait
 fi
 
 # wait for the end of the DAG or of this call's time, leaving ~20 s to pack

@@ -212,7 +212,7 @@ class GemmEvaluator:
         if not opts.timing:
             return out
         emit("begin", {"index": -1, "phase": "timing"})
-        out.update(self.time_problem(problem, entries, results, seed))
+        out.update(self.time_problem(problem, entries, results, seed, alive=lambda: emit("alive", {})))
         return out
 
     def _make_sets(self, problem: Problem, seed: int) -> tuple[bl.Sets, int, torch.Tensor, torch.Tensor]:
@@ -281,7 +281,10 @@ class GemmEvaluator:
         return {"run": run, "rotation": None, "outs": outs, "touched": touched, "fresh": fresh,
                 "fresh_out": fresh_out}
 
-    def time_problem(self, problem: Problem, entries: list[Entry], results: dict[str, dict], seed: int) -> dict:
+    def time_problem(self, problem: Problem, entries: list[Entry], results: dict[str, dict], seed: int,
+                     alive: Callable[[], None] = lambda: None) -> dict:
+        """Time the verified entries beside the baselines; `alive()` after every batch tells a
+        supervisor that the timing goes on (hgemm.pool)."""
         opts = self.options
         sets, set_bytes, A_all, B_all = self._make_sets(problem, seed)
         n = len(sets)
@@ -297,6 +300,7 @@ class GemmEvaluator:
         inputs_before = (A_all.clone(), B_all.clone()) if guarded else None
 
         def after_batch(name: str) -> None:
+            alive()
             c = cands.get(name[5:]) if name.startswith("cand:") else None
             if c is None or c["rotation"] is None:
                 return

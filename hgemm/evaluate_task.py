@@ -141,10 +141,10 @@ class TaskEvaluator:
         out = {"problem": problem.to_dict(), "candidates": results, "seed": seed}
         if self.options.timing and any(r["status"] == "ok" for r in results.values()):
             emit("begin", {"index": -1, "phase": "timing"})
-            out.update(self._time(task, sizes, entries, results, seed))
+            out.update(self._time(task, sizes, entries, results, seed, lambda: emit("alive", {})))
         return out
 
-    def _time(self, task, sizes: dict, entries: list[Entry], results: dict, seed: int) -> dict:
+    def _time(self, task, sizes: dict, entries: list[Entry], results: dict, seed: int, alive) -> dict:
         # a few independent draws, each cloned into several sets: enough sets for a cold L2, and
         # outputs that rotate across draws (hgemm.rotation), so a stale output is a wrong one
         draws = [{n: t.to("cuda") for n, t in task.make_inputs(sizes, torch.Generator().manual_seed((seed ^ 0x5EED) + d)).items()}
@@ -195,6 +195,7 @@ class TaskEvaluator:
             return ""
 
         def after_batch(name: str) -> None:
+            alive()
             c = cands.get(name[5:]) if name.startswith("cand:") else None
             if c is None or c["rotation"] is None:
                 return

@@ -43,7 +43,7 @@ def _variables(problem) -> tuple[str, ...]:
 
 class KernelJudge:
     def __init__(self, options: EvalOptions | None = None, gpu: bool | None = None, arch: str | None = None,
-                 verify_timeout_s: float = 60.0, timing_timeout_s: float = 600.0, compile_workers: int | None = None,
+                 verify_timeout_s: float = 60.0, timing_timeout_s: float | None = None, compile_workers: int | None = None,
                  gpus: list[int] | None = None):
         self.options = options or EvalOptions()
         self.gpu = bool(visible_gpus()) if gpu is None else gpu

@@ -5,8 +5,10 @@ the process. None of that may stop a training stage, so GPU work happens in chil
 parent compiles on all CPU cores, hands each worker one problem with its candidates, and watches the
 messages the worker sends as it goes. A worker that goes silent past its deadline is killed; one
 that dies is replaced; the candidate it was on is classified `timeout` or `crash`, and the rest of
-the job is given to the fresh worker. A job for a general task also carries the task itself, as the
-caller resolved it (a task pickles by name: kernels_corpus.tasks).
+the job is given to the fresh worker. While timing, the worker says "alive" after every batch (at most
+once a second), so the deadline there is for silence, not for the length of the timing. A job for a
+general task also carries the task itself, as the caller resolved it (a task pickles by name:
+kernels_corpus.tasks).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from dataclasses import dataclass, field
 
 from .entry import Entry, EvalOptions, compile_entry
 from .problem import Problem
+
+ALIVE_EVERY_S = 1.0
 
 
 def visible_gpus() -> list[int]:
@@ -72,7 +76,15 @@ def _worker_main(gpu: int, options: dict, jobs: mp.Queue, out: mp.Queue, wid: in
     from .evaluate import GemmEvaluator
     from .runtime import ContextLost
 
+    last_alive = [0.0]
+
     def emit(kind: str, payload: dict) -> None:
+        # "alive" comes after every timed batch; one a second is all the watchdog needs
+        if kind == "alive":
+            now = time.monotonic()
+            if now - last_alive[0] < ALIVE_EVERY_S:
+                return
+            last_alive[0] = now
         out.put((wid, kind, payload))
 
     try:
@@ -125,8 +137,12 @@ class _Worker:
 
 class EvaluationPool:
     def __init__(self, options: EvalOptions | None = None, gpus: list[int] | None = None,
-                 verify_timeout_s: float = 60.0, timing_timeout_s: float = 900.0, start_timeout_s: float = 180.0):
+                 verify_timeout_s: float = 60.0, timing_timeout_s: float | None = None, start_timeout_s: float = 180.0):
         self.options = options or EvalOptions()
+        if timing_timeout_s is None:
+            # silence while timing: every batch says "alive", so 120 s is a hang; torch.compile's
+            # max-autotune tunes inside the baseline's first call, silent for minutes
+            timing_timeout_s = 900.0 if self.options.torch_compile else 120.0
         self.gpus = gpus if gpus is not None else visible_gpus()
         if not self.gpus:
             raise RuntimeError("no GPU visible: evaluation needs one (CPU machines only compile)")

@@ -12,7 +12,9 @@ Method `spin_batch` (the default), per contender and repetition:
 
 Because the launches queue up behind the spin kernel, they run back to back whatever the Python
 dispatch cost is; a batch where the spin ended before the host finished enqueueing is detected (the
-start event had already completed) and repeated with a longer spin. The sync overhead (host wake-up
+start event had already completed) and repeated with a longer spin, up to a bound past which the batch
+is halved instead (hgemm.spin: a host whose enqueue waits for the GPU is starved whatever the spin).
+The sync overhead (host wake-up
 and end-event record, a few to tens of microseconds) is measured with empty batches and subtracted;
 batches last milliseconds, so its noise is small. Contenders are interleaved: each repetition times
 every contender once, in a rotated order, so clock drift and thermal state affect them alike.
@@ -21,7 +23,8 @@ Method `sustained` (the regime of training-like use): each contender runs back t
 wall time (EvalOptions.sustained_ms) in sub-batches separated by events, with no spin and no
 synchronisation between them, so the GPU settles at the clocks it can hold; the first quarter of the
 sub-batches is dropped as ramp-up. A contender whose launches the host cannot enqueue as fast as the
-GPU runs them is marked `host_bound` (the figure then includes idle gaps).
+GPU runs them is marked `host_bound` (the figure then includes idle gaps), as is a spin_batch contender
+with a batch kept though starved.
 
 Method `events` (for comparison, and in tests): one event pair around each launch.
 
@@ -45,6 +48,7 @@ import pycuda.driver as cuda
 from .clocks import ClockLog, ClockProbe
 from .entry import TIMING_METHODS, EvalOptions
 from .runtime import KernelLaunchError, Utilities, is_sticky, synchronize
+from .spin import ATTEMPTS, first_spin_ns, next_batch
 
 RECALIBRATE_S = 30.0
 SUSTAINED_SUB_MS = 5.0  # one sub-batch: long against event resolution, short against the window
@@ -166,24 +170,22 @@ class Timer:
             return self.time_sustained(contenders, after_batch)
         names = list(contenders)
         plan = {name: self._plan(contenders[name]) for name in names}
-        spin_ns = {name: 200_000 + 40_000 * plan[name] for name in names}  # generous first guess
+        spin_ns = {name: first_spin_ns(plan[name]) for name in names}  # generous first guess
         samples: dict[str, list[float]] = {name: [] for name in names}
+        gaps = {name: False for name in names}  # a batch kept though starved: launch gaps in the figure
         logs = {name: ClockLog() for name in names}
         offset = 0
         for rep in range(self.reps):
             order = names[rep % len(names):] + names[:rep % len(names)]
             before = self._read_clocks()  # one reading brackets every contender's batch of this repetition
             for name in order:
-                n = plan[name]
-                for _attempt in range(4):
+                for _attempt in range(ATTEMPTS):
+                    n = plan[name]
                     us, host_s, starved = self._batch_us(contenders[name], n, offset, spin_ns[name])
-                    # next time spin 50% longer than this enqueue took, plus slack (twice as long after
-                    # a starved batch). The spin ends before the start event, so its length changes
-                    # only the wall time, never the figure: no longer than the enqueue needs.
-                    enqueue_ns = host_s * 1.5e9 + 50_000
-                    spin_ns[name] = int(max(spin_ns[name] * 2, enqueue_ns) if starved else enqueue_ns)
+                    spin_ns[name], plan[name] = next_batch(spin_ns[name], n, host_s, starved)
                     if not starved:
                         break
+                gaps[name] |= starved
                 samples[name].append(max(us - self.overhead_us, 0.0) / n)
                 offset += n
                 if after_batch is not None:
@@ -191,7 +193,7 @@ class Timer:
             after = self._read_clocks()
             for name in names:
                 logs[name].around(before, after)
-        return {name: summarize(samples[name], plan[name], "spin_batch", logs[name]) for name in names}
+        return {name: summarize(samples[name], plan[name], "spin_batch", logs[name], gaps[name]) for name in names}
 
     # -- sustained ------------------------------------------------------------------------------
     def time_sustained(self, contenders: dict[str, Callable[[int], None]],

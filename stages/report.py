@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
                           sample=args.sample, library=args.library, stage_times=args.stage_times)
     summary = build_report(inputs, settings, args.out)
     write_metrics(args.out, {"stage": "report", **summary})
-    print(f"report: {'timed' if summary['timed'] else 'NOTHING TIMED'}, {summary['figures']} figures, "
+    print(f"report: {'benched' if summary['timed'] else 'NO BENCH RESULTS'}, {summary['figures']} figures, "
           f"{summary['not_available']} parts not available -> {args.out}/report.html", file=sys.stderr)
     return 0
 

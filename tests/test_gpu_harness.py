@@ -62,6 +62,19 @@ def test_honest_kernels_pass_edge_shapes():
             assert r["status"] == "ok", (pr["problem"], name, r.get("error"))
 
 
+def test_a_timing_longer_than_the_deadline_that_makes_progress_is_not_a_timeout():
+    # the watchdog's timing deadline is for silence: each batch says "alive", so 200 repetitions of two
+    # kernels and the baselines at 2048^3 (more than 2 s of timed batches alone) finish under a 2-s deadline
+    problems = [Problem(2048, 2048, 2048)]
+    paths = [ROOT / f"kernels_corpus/reference/{k}.cu" for k in ("mma_sync", "mma_pipelined")]
+    _, results, restarts = run(paths, problems, EvalOptions(reps=200), timing_timeout_s=2.0)
+    cands = results[0]["candidates"]
+    assert restarts == 0
+    assert all(r["status"] == "ok" for r in cands.values()), cands
+    timings = [r["timing"] for r in cands.values()] + [b["timing"] for b in results[0]["baselines"].values()]
+    assert sum(t["reps"] * t["launches_per_rep"] * t["median_us"] for t in timings) / 1e6 > 2.0
+
+
 def test_every_adversarial_kernel_is_caught():
     problems = [Problem(256, 256, 4096, 2)]
     paths = sorted((ROOT / "tests/adversarial").glob("*.cu"))
@@ -160,6 +173,28 @@ def test_known_duration_is_measured(evaluator, micros):
     stats = timer.time_interleaved({"spin": _spin_launcher(evaluator, micros)})["spin"]
     assert micros <= stats.median_us <= micros * 1.05 + 3.0, stats
     assert stats.spread < 0.1, stats
+
+
+def test_a_contender_the_host_cannot_run_ahead_of_is_timed_in_seconds_and_marked(evaluator):
+    # A call that waits for the GPU starves every batch behind its spin (the host enqueues nothing
+    # ahead): longer spins cannot help, so the timer halves the batch and marks the figure host-bound
+    # instead of doubling the spin for minutes.
+    import time
+
+    from hgemm.runtime import synchronize
+    from hgemm.timing import Timer
+
+    launch = _spin_launcher(evaluator, 0)
+
+    def waits(i):
+        launch(i)
+        synchronize()
+
+    timer = Timer(evaluator.util, n_sets=1, reps=10)
+    t0 = time.monotonic()
+    stats = timer.time_interleaved({"waits": waits})["waits"]
+    assert time.monotonic() - t0 < 20.0
+    assert stats.host_bound
 
 
 def test_sampled_candidates_are_verified_on_the_gpu():

@@ -40,7 +40,7 @@ LAYERS = {
     **{f"hgemm.{name}": INSTRUMENT for name in (
         "problem", "files", "candidate", "compile", "sass", "envinfo", "tensormap", "params",
         "entry", "clocks", "timing", "verify", "rotation", "runtime", "baselines", "evaluate",
-        "evaluate_task", "pool", "summary", "report", "shape_sample")},
+        "evaluate_task", "pool", "spin", "summary", "report", "shape_sample")},
     # the package itself (`hgemm.matmul`), tune, library, judge, bench and the CLI
     "hgemm": KERNELS,
     "kernels_corpus.families": KERNELS,

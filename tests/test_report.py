@@ -112,6 +112,20 @@ def test_report_with_nothing_at_all(tmp_path):
     assert "Nothing was timed" in md and md.count("Not available") >= 4
 
 
+def test_without_bench_results_the_banner_names_the_stages_that_timed_on_their_own(tmp_path):
+    # a run that ended before its bench: the RL and sample figures were timed, the library comparison is missing
+    for stage, timed in (("rl_hgemm", True), ("sample", True), ("rl_general", False)):
+        (tmp_path / stage).mkdir()
+        (tmp_path / stage / "metrics.json").write_text(json.dumps({"stage": stage, "timed": timed}))
+    out = tmp_path / "report"
+    assert report_stage.main(["--config", _config(tmp_path), "--rl-hgemm", str(tmp_path / "rl_hgemm"),
+                              "--rl-general", str(tmp_path / "rl_general"), "--sample", str(tmp_path / "sample"),
+                              "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "Nothing was timed" not in md
+    assert "No bench results" in md and "rl_hgemm, sample were timed" in md
+
+
 def test_shape_row_prefers_the_model_and_compares_with_the_library():
     pr = copy.deepcopy(json.loads(FIXTURE.read_text())["problems"][5])  # 4096^3
     cands = pr["candidates"]

@@ -82,7 +82,7 @@ class JudgeSettings:
     arch: str | None  # nvcc target; null: the GPU's, or sm_90a without one
     compile_workers: int | None  # null: all cores
     verify_timeout_s: float  # per candidate: a hang past this is `timeout`
-    timing_timeout_s: float  # per problem's timing phase
+    timing_timeout_s: float  # silence while timing a problem (the worker speaks after every batch)
     reps: int
     target_batch_ms: float
     timing_method: str

@@ -310,6 +310,16 @@ def environment_section(doc: list, results: dict | None) -> None:
     doc.append(("table", ["what", "value"], rows))
 
 
+def _no_bench_banner(inputs: ReportInputs) -> str:
+    """Without bench results: whether the stages that time on their own (the RL rewards, the sample
+    stage's best of k) did, so that their figures are not taken for compile-only ones."""
+    timed = [s for s in ("rl_general", "rl_hgemm", "sample") if (inputs.metrics(s) or {}).get("timed")]
+    if not timed:
+        return "Nothing was timed: no bench results are available."
+    return (f"No bench results: no kernel was timed beside the library's choice. The figures of "
+            f"{', '.join(timed)} were timed on the GPU, each in its own stage.")
+
+
 def build_report(inputs: ReportInputs, settings: ReportSettings, out_dir: str | Path) -> dict:
     """Write report.md (with figures/) and report.html (self-contained); returns a short summary."""
     out = Path(out_dir)
@@ -318,7 +328,7 @@ def build_report(inputs: ReportInputs, settings: ReportSettings, out_dir: str | 
     timed = bool(results and results.get("gpu_run"))
     doc: list[tuple] = [("h", 1, settings.title)]
     if not timed:
-        doc.append(("banner", NOT_TIMED if results else "Nothing was timed: no bench results are available."))
+        doc.append(("banner", NOT_TIMED if results else _no_bench_banner(inputs)))
     bench_sections(doc, results, settings, inputs.bench, inputs.metrics("sample"))
     library_section(doc, inputs)
     curve_sections(doc, inputs)

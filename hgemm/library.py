@@ -118,18 +118,9 @@ class Library:
             self._candidates[name] = parse_candidate((self.path / "kernels" / f"{name}.cu").read_text())
         return self._candidates[name]
 
-    def _fits(self, cand: Candidate, problem: Problem) -> bool:
-        if not cand.supports(problem.layout) or not tma_compatible(cand, problem):
-            return False
-        try:
-            cand.spec.launch_dims(problem.variables() | {"num_sms": 132})
-        except SpecError:
-            return False
-        return True
-
     def lookup(self, problem: Problem) -> Choice:
         entry = self.entries.get(problem.key)
-        if entry and self._fits(self.candidate(entry["kernel"]), problem):
+        if entry and runs_on(self.candidate(entry["kernel"]), problem):
             return Choice(entry["kernel"], self.candidate(entry["kernel"]), "exact")
         family = [k for k, e in self.entries.items()
                   if k.endswith("_" + problem.layout) and e.get("source") not in EXACT_ONLY_SOURCES]
@@ -140,13 +131,13 @@ class Library:
                 # the kernels the neighbours' tunes timed that won some tuned shape (their texts are here)
                 winners = {self.entries[k]["kernel"] for k in family}
                 names = [n for n in dict.fromkeys(n for _, t in timed for n in t) if n in winners]
-                name = measured_pick(timed, names, lambda n: self._fits(self.candidate(n), problem))
+                name = measured_pick(timed, names, lambda n: runs_on(self.candidate(n), problem))
                 if name:
                     return Choice(name, self.candidate(name), f"measured {near[0][1]}")
         tuned = sorted((log_distance(problem, Problem.from_key(k)), k) for k in family)
         for _, key in tuned:
             name = self.entries[key]["kernel"]
-            if self._fits(self.candidate(name), problem):
+            if runs_on(self.candidate(name), problem):
                 return Choice(name, self.candidate(name), f"nearest {key}")
         return Choice(self.fallback, self.candidate(self.fallback), "fallback")
 
@@ -179,6 +170,18 @@ def measured_kernels(folder: str | Path | None) -> dict[str, list[tuple[str, flo
     if not folder or not (Path(folder) / "table.json").is_file():
         return {}
     return Library(folder).measured()
+
+
+def runs_on(cand: Candidate, problem: Problem) -> bool:
+    """Whether a kernel can run a problem at all: its layout, TMA's row alignment, and a launch its
+    spec can compute (the harness would call it `unsupported` or a launch error otherwise)."""
+    if not cand.supports(problem.layout) or not tma_compatible(cand, problem):
+        return False
+    try:
+        cand.spec.launch_dims(problem.variables() | {"num_sms": 132})
+    except SpecError:
+        return False
+    return True
 
 
 def tma_compatible(cand: Candidate, problem: Problem) -> bool:

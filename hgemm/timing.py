@@ -14,10 +14,10 @@ Because the launches queue up behind the spin kernel, they run back to back what
 dispatch cost is; a batch where the spin ended before the host finished enqueueing is detected (the
 start event had already completed) and repeated with a longer spin, up to a bound past which the batch
 is halved instead (hgemm.spin: a host whose enqueue waits for the GPU is starved whatever the spin).
-The sync overhead (host wake-up
-and end-event record, a few to tens of microseconds) is measured with empty batches and subtracted;
-batches last milliseconds, so its noise is small. Contenders are interleaved: each repetition times
-every contender once, in a rotated order, so clock drift and thermal state affect them alike.
+The sync overhead (host wake-up and end-event record, a few to tens of microseconds) is measured with
+empty batches and subtracted; batches last milliseconds, so its noise is small. Contenders are
+interleaved: each repetition times every contender once, in a rotated order, so clock drift and
+thermal state affect them alike.
 
 Method `sustained` (the regime of training-like use): each contender runs back to back for a fixed
 wall time (EvalOptions.sustained_ms) in sub-batches separated by events, with no spin and no
@@ -180,10 +180,10 @@ class Timer:
             before = self._read_clocks()  # one reading brackets every contender's batch of this repetition
             for name in order:
                 for _attempt in range(ATTEMPTS):
-                    n = plan[name]
-                    us, host_s, starved = self._batch_us(contenders[name], n, offset, spin_ns[name])
-                    spin_ns[name], plan[name] = next_batch(spin_ns[name], n, host_s, starved)
-                    if not starved:
+                    n, spin = plan[name], spin_ns[name]
+                    us, host_s, starved = self._batch_us(contenders[name], n, offset, spin)
+                    spin_ns[name], plan[name] = next_batch(spin, n, host_s, starved)
+                    if not starved or (spin_ns[name], plan[name]) == (spin, n):  # or nothing left to change
                         break
                 gaps[name] |= starved
                 samples[name].append(max(us - self.overhead_us, 0.0) / n)

@@ -51,6 +51,19 @@ def read_kernel(rel: str) -> str:
     return (ROOT / rel).read_text()
 
 
+def with_spec(spec_body: str, entry: str = "k") -> str:
+    """A candidate text: the launch spec `spec_body` and an empty kernel named `entry` with the HGEMM ABI."""
+    return (f"/*@launch\n{spec_body}\n@*/\n"
+            f'extern "C" __global__ void {entry}(const __half* A, const __half* B, __half* C, int M, int N, int K, '
+            f"int batch, void* workspace) {{}}\n")
+
+
+def named_kernel(name: str, layouts: str = "NN, TN", tail: str = "") -> str:
+    """A candidate the harness parses, named in a first-line comment `name()` that tests look for in
+    prompts; `tail` lengthens that comment."""
+    return f"// {name}(){tail}\n" + with_spec(f"entry: {name}\nblock: 32\ngrid: 1\nlayouts: {layouts}", name)
+
+
 def write_library(folder: Path, kernels: dict[str, str], entries: dict[str, str], fallback: str) -> Path:
     """A library folder as `hgemm tune` writes it: kernels/<name>.cu and a table mapping problem keys
     to kernel names, for dispatch tests."""

@@ -1,15 +1,9 @@
 import pytest
 
-from conftest import read_kernel
+from conftest import read_kernel, with_spec
 from hgemm.candidate import SpecError, extract_candidate_text, parse_candidate
 
 NAIVE = read_kernel("kernels_corpus/reference/naive.cu")
-
-
-def with_spec(spec_body: str, entry: str = "k") -> str:
-    return (f"/*@launch\n{spec_body}\n@*/\n"
-            f'extern "C" __global__ void {entry}(const __half* A, const __half* B, __half* C, int M, int N, int K, '
-            f"int batch, void* workspace) {{}}\n")
 
 
 def test_reference_kernels_parse():

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from configured import config_files, section, settings
+from conftest import named_kernel
 from hgemm.library import measured_kernels
 from hgemm.problem import Problem, load_grid
 from stages.common import build_dataclass, load_stage_config, run_training
@@ -118,12 +119,15 @@ def test_contrastive_prompt_shows_best_and_weaker_kernels_never_heldout(tmp_path
     tok = load_tokenizer(tiny_model_dir)
     target, held = Problem(256, 256, 256, 1, "NN", "aligned"), Problem(512, 512, 512, 1, "NN", "aligned")
     db = KernelDB(tmp_path / "k.sqlite")
-    for text, speedup, shape in [("kernel_best_db()", 1.8, Problem(256, 256, 512)), ("kernel_mid_db()", 0.9, target),
-                                 ("kernel_poor_db()", 0.2, target)]:
+    for text, speedup, shape in [(named_kernel("kernel_best_db"), 1.8, Problem(256, 256, 512)),
+                                 (named_kernel("kernel_mid_db"), 0.9, target), (named_kernel("kernel_poor_db"), 0.2, target),
+                                 # faster still, but it cannot run an NN problem: never a model to copy
+                                 (named_kernel("kernel_tn_only", "TN"), 5.0, Problem(256, 256, 512, 1, "TN")),
+                                 ("kernel_unparsable()", 4.0, target)]:
         db.record("rl_hgemm", 0, shape.key, "aligned", text, {"status": "ok", "speedup_vs_best": speedup}, 0.0, "policy")
     library = measured_kernels(_library(tmp_path / "lib", {
-        Problem(128, 256, 256).key: ("lib_near", "kernel_library()", 0.6),
-        held.key: ("lib_held", "kernel_heldout_secret()", 9.0),
+        Problem(128, 256, 256).key: ("lib_near", named_kernel("kernel_library"), 0.6),
+        held.key: ("lib_held", named_kernel("kernel_heldout_secret"), 9.0),
     }))
 
     def contrastive(library, max_prompt_length):
@@ -134,6 +138,7 @@ def test_contrastive_prompt_shows_best_and_weaker_kernels_never_heldout(tmp_path
     text, kept = prompts.prompt(target)
     assert kept == 3 and text.startswith(tok.bos_token)
     assert "kernel_heldout_secret" not in text and "9.00x" not in text
+    assert "kernel_tn_only" not in text and "kernel_unparsable" not in text
     assert "kernel_best_db()" in text and "1.80x" in text
     # weakest first, best last (right before the answer)
     shown = [name for name in ("kernel_poor_db", "kernel_library", "kernel_mid_db", "kernel_best_db") if name in text]
@@ -146,15 +151,15 @@ def test_contrastive_prompt_shows_best_and_weaker_kernels_never_heldout(tmp_path
     # a kernel too long for the prompt on its own is passed over, not allowed to crowd out the rest:
     # the contrast is chosen among the kernels that can be shown
     long_lib = measured_kernels(_library(tmp_path / "lib_long", {
-        Problem(128, 256, 256).key: ("lib_long", "kernel_too_long() " + "x = x + 1; " * 400, 3.0)}))
-    roomy = contrastive(long_lib, bare + 300)
+        Problem(128, 256, 256).key: ("lib_long", named_kernel("kernel_too_long", tail=" x = x + 1;" * 400), 3.0)}))
+    roomy = contrastive(long_lib, bare + 800)
     text, kept = roomy.prompt(target)
     assert "kernel_too_long" not in text and kept == 3 and "kernel_best_db()" in text
     # ... while a short reference kernel the tune timed on that shape is shown, with its speedup
     with_ref = measured_kernels(_library(tmp_path / "lib_ref", {
-        Problem(128, 256, 256).key: ("lib_long", "kernel_too_long() " + "x = x + 1; " * 400, 3.0)},
-        references={"reference_short": ("kernel_reference_short()", 2.5)}))
-    text, kept = contrastive(with_ref, bare + 300).prompt(target)
+        Problem(128, 256, 256).key: ("lib_long", named_kernel("kernel_too_long", tail=" x = x + 1;" * 400), 3.0)},
+        references={"reference_short": (named_kernel("kernel_reference_short"), 2.5)}))
+    text, kept = contrastive(with_ref, bare + 800).prompt(target)
     assert "kernel_too_long" not in text and kept == 3 and "2.50x" in text
     assert text.rindex("kernel_reference_short()") > text.rindex("kernel_best_db()")  # the best, last
     # the datasets transform fills the prompt column from the problem column
@@ -339,7 +344,7 @@ def test_rl_hgemm_end_to_end(tmp_path, tiny_model_dir):
     # a library kernel for every training shape, short enough for the smoke prompt limit, so that every
     # probe problem has context to show
     train, _ = split_grid(s.shapes)
-    library = _library(tmp_path / "lib", {p.key: ("tiny", "__global__ void tiny() {}", 0.05) for p in train})
+    library = _library(tmp_path / "lib", {p.key: ("tiny", named_kernel("tiny"), 0.05) for p in train})
     out, work = tmp_path / "out", tmp_path / "work"
     job = rl_hgemm.HgemmRL(s, tiny_model_dir, str(library), str(work), str(out))
     metrics = run_training(job, str(work), str(out))

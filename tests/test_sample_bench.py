@@ -13,6 +13,7 @@ import yaml
 from hgemm.problem import Problem
 from kernels_corpus.verbatim import CorpusKernels
 from configured import DEFAULT, settings
+from conftest import named_kernel
 from stages import bench as bench_stage
 from stages import sample as sample_stage
 from training.best_of_k import SampleSettings, best_index, evaluation_problems, run_sample
@@ -177,15 +178,15 @@ def test_sample_prompts_carry_rl_hgemm_context_never_heldout(tmp_path, tiny_mode
     model = tmp_path / "rl_hgemm"
     shutil.copytree(tiny_model_dir, model)
     db = KernelDB(model / "kernels.sqlite")
-    db.record("rl_hgemm", 3, train.key, "aligned", "kernel_from_training()", {"status": "ok", "speedup_vs_best": 0.7},
+    db.record("rl_hgemm", 3, train.key, "aligned", named_kernel("kernel_from_training"), {"status": "ok", "speedup_vs_best": 0.7},
               0.0, "policy")
-    db.record("rl_hgemm", 3, held.key, "aligned", "kernel_of_heldout()", {"status": "ok", "speedup_vs_best": 0.9},
+    db.record("rl_hgemm", 3, held.key, "aligned", named_kernel("kernel_of_heldout"), {"status": "ok", "speedup_vs_best": 0.9},
               0.0, "policy")  # cannot happen in rl_hgemm; the prompt must not show it even so
     db.close()
     lib = tmp_path / "tune"
     (lib / "kernels").mkdir(parents=True)
-    (lib / "kernels" / "reference_short.cu").write_text("kernel_reference()")
-    (lib / "kernels" / "wgmma_long.cu").write_text("kernel_library_winner()")
+    (lib / "kernels" / "reference_short.cu").write_text(named_kernel("kernel_reference"))
+    (lib / "kernels" / "wgmma_long.cu").write_text(named_kernel("kernel_library_winner"))
     (lib / "table.json").write_text(json.dumps({"fallback": "reference_short", "entries": {
         key: {"kernel": "wgmma_long", "speedup_vs_best": 0.95, "references": {"reference_short": 0.4}}
         for key in (train.key, held.key)}}))

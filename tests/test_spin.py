@@ -23,8 +23,9 @@ def _time(n: int, reps: int, **model) -> tuple[float, int, int]:
         for _attempt in range(ATTEMPTS):
             spun += spin * 1e-9
             host_s, starved = _batch(spin, n, **model)
+            before = (spin, n)
             spin, n = next_batch(spin, n, host_s, starved)
-            if not starved:
+            if not starved or (spin, n) == before:
                 break
         kept_starved += starved
     return spun, n, kept_starved
@@ -52,3 +53,10 @@ def test_the_spin_follows_the_enqueue_and_never_passes_its_bound():
     assert next_batch(SPIN_MAX_NS, 100, 9.0, starved=True) == (SPIN_MAX_NS, 50)
     assert next_batch(SPIN_MAX_NS, 1, 9.0, starved=True) == (SPIN_MAX_NS, 1)
     assert first_spin_ns(10**6) == SPIN_MAX_NS
+
+
+def test_a_contender_that_waits_for_the_gpu_on_every_call_costs_a_bounded_spin():
+    # no queue at all (the call synchronises): starved whatever the spin and the batch, and so marked
+    spun, n, kept_starved = _time(200, 10, ops_per_call=1, op_launch_s=10e-6, queue=0)
+    assert n == 1 and kept_starved == 10
+    assert spun < 2.0

@@ -3,8 +3,10 @@ the nearest shapes, each shown with its measured speedup over the strongest base
 
 The kernels come from the kernel database (an RL run's verified kernels) and the seed library (its
 tuned winners and the kernels the tune timed on every shape: hgemm.library.measured_kernels). Only
-kernels that fit the prompt are chosen among; the tuned winners are device-header renders of 250-332
-tokens, so several fit where one 2k-token reference kernel would not. Held-out shapes are never shown. rl_hgemm builds each training prompt when it is drawn
+kernels that fit the prompt and can run its problem are chosen among (a kernel for the other layout,
+or with TMA on rows the shape leaves unaligned, would be a model to copy that fails); the tuned winners
+are device-header renders of 250-332 tokens, so several fit where one 2k-token reference kernel would
+not. Held-out shapes are never shown. rl_hgemm builds each training prompt when it is drawn
 (`DrawnPrompts`, a datasets transform), so the context improves as training finds faster kernels; the
 sample stage prompts the final model the same way.
 """
@@ -14,6 +16,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from hgemm.candidate import Candidate, parse_candidate
+from hgemm.library import runs_on
 from hgemm.problem import Problem
 from training.grpo import prompt_prefix, prompt_tokens
 from training.kerneldb import shape_distance
@@ -54,11 +58,23 @@ class ContrastivePrompts:
         self.n_examples, self.nearby_shapes, self.prompt_arch = examples, nearby_shapes, prompt_arch
         self.prefix = prompt_prefix(tokenizer)
         self._tokens: dict[str, int] = {}  # kernel text -> token count, so each text is tokenised once
+        self._candidates: dict[str, Candidate | None] = {}  # kernel text -> parsed (None: does not parse)
 
     def _fits(self, text: str, budget: int) -> bool:
         if text not in self._tokens:
             self._tokens[text] = prompt_tokens(self.tokenizer, text)
         return self._tokens[text] + CONTEXT_SLACK_TOKENS <= budget
+
+    def _runs_on(self, text: str, problem: Problem) -> bool:
+        """Whether the kernel can run the prompt's problem: one that cannot (another layout, TMA on
+        rows this shape leaves unaligned) is a model to copy that ends `unsupported`."""
+        if text not in self._candidates:
+            try:
+                self._candidates[text] = parse_candidate(text)
+            except ValueError:  # SpecError is one
+                self._candidates[text] = None
+        cand = self._candidates[text]
+        return cand is not None and runs_on(cand, problem)
 
     def examples(self, problem: Problem, budget: int | None = None) -> list[tuple[str, float]]:
         """(text, speedup) pairs, weakest first, best last (closest to where the answer starts). With a
@@ -69,6 +85,8 @@ class ContrastivePrompts:
 
         def add(text: str, speedup: float) -> None:
             if budget is not None and not self._fits(text, budget):
+                return
+            if not self._runs_on(text, problem):
                 return
             if text not in pool or speedup > pool[text][1]:
                 pool[text] = (text, speedup)

@@ -61,6 +61,9 @@ def generate_completions(
             max_new_tokens=new_tokens,
             eos_token_id=stops,
             pad_token_id=pad,
+            # never transformers' automatic torch.compile of a static-cache decode: each batch's prompt
+            # width is another cache shape, so every batch would compile again (TRL's GRPO sets it too)
+            disable_compile=True,
             **({"cache_implementation": cache_implementation} if cache_implementation else {}),
         )
         for (i, _), row in zip(chunk, generated[:, width:].tolist()):

@@ -12,6 +12,7 @@ A verdict never raises for a bad kernel.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -72,9 +73,23 @@ class KernelJudge:
 
     def judge(self, texts: list[str], problems: list[list[Problem | TaskProblem]]) -> list[dict]:
         """One verdict per text: status (the worst over its problems), error, per-problem results, and
-        for verified-and-timed kernels the geometric-mean speedups over its problems."""
+        for verified-and-timed kernels the geometric-mean speedups over its problems.
+
+        Copies of one text on the same problems are judged once and get equal verdicts: timed side by
+        side they would cost GPU time and differ by timing noise alone, which an RL group would read as
+        a difference between identical completions."""
         if len(texts) != len(problems):
             raise ValueError("one problem list per text")
+        keys = [(text, tuple(p.key for p in plist)) for text, plist in zip(texts, problems)]
+        first: dict[tuple, int] = {}
+        for i, key in enumerate(keys):
+            first.setdefault(key, i)
+        verdicts = self._judge_distinct([texts[i] for i in first.values()], [problems[i] for i in first.values()])
+        by_key = dict(zip(first, verdicts))
+        return [copy.deepcopy(by_key[key]) for key in keys]
+
+    def _judge_distinct(self, texts: list[str], problems: list[list[Problem | TaskProblem]]) -> list[dict]:
+        """judge, for texts that are all different (or on different problems)."""
 
         def compile_one(i: int):
             first = problems[i][0]

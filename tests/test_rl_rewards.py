@@ -159,6 +159,24 @@ def test_gpu_verdicts_are_rewarded_and_rates_logged(tmp_path):
 
 
 @needs_nvcc
+def test_copies_of_one_kernel_are_judged_once_and_rewarded_alike(tmp_path):
+    # an RL group often holds one corpus render several times: timed side by side, the copies would
+    # differ by noise alone, and GRPO would rank identical completions apart
+    judge, pool = gpu_judge([ok(1.5), ok(0.5)])
+    reward = reward_fn(judge, tmp_path, recheck_above=None)
+    problem = problems_to_json([Problem(64, 64, 64)])
+    rewards, _ = reward.score([NAIVE, NAIVE.replace("row", "r0w"), NAIVE], [problem] * 3, ["k"] * 3, ["edge"] * 3)
+    reward.close()
+    assert [len(entries) for _, entries, *_ in pool.jobs] == [2]
+    assert rewards == [pytest.approx(math.log(1.5)), pytest.approx(math.log(0.5)), pytest.approx(math.log(1.5))]
+    # on other problems a copy is another candidate
+    judge, pool = gpu_judge([ok(1.0)])
+    verdicts = judge.judge([NAIVE, NAIVE], [[Problem(64, 64, 64)], [Problem(64, 64, 128)]])
+    assert sorted(len(entries) for _, entries, *_ in pool.jobs) == [1, 1]
+    assert verdicts[0] is not verdicts[1]
+
+
+@needs_nvcc
 def test_implausible_speedup_is_rejudged_and_the_lower_kept(tmp_path):
     judge, pool = gpu_judge([ok(40.0), ok(1.25)])
     reward = reward_fn(judge, tmp_path, recheck_above=3.0)

@@ -52,6 +52,9 @@ def describe(error: ValidationError) -> str:
         what = (f"unknown key{'s' if len(unknown) > 1 else ''} " + ", ".join(repr(k) for k in shown)
                 + (f" and {len(unknown) - len(shown)} more" if len(unknown) > len(shown) else "")
                 + (f" (did you mean {', '.join(repr(h) for h in hints)}?)" if hints else ""))
+    elif error.validator == "not" and error.schema.get("description"):
+        # jsonschema's message for `not` quotes the schema; the description says why the value is refused
+        what = f"{error.instance!r}: {error.schema['description']}"
     else:
         what = " ".join(error.message.split())
         if len(what) > 300:  # a message quoting a whole section is no help past its start

@@ -19,7 +19,7 @@ from .bench import run_bench
 from .compile import name_source
 from .entry import BASELINES, TIMING_METHODS, EvalOptions
 from .files import UnreadableFile, read_user_text
-from .library import DISPATCH_RULES, Library, merge_libraries, pin_library
+from .library import DEFAULT_DISPATCH, DISPATCH_RULES, Library, merge_libraries, pin_library
 from .pool import compile_all, visible_gpus
 from .problem import GridError, Problem, load_grid, select_problems
 from .summary import goals_markdown, libraries_markdown, markdown
@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     g = sub.add_parser("merge", help="one library from several tune folders: every shape, the faster entry where both tuned it")
     g.add_argument("libraries", nargs="+", help="tuned library folders (the first one's fallback is kept)")
     g.add_argument("--out", required=True, help="folder for the merged table.json and kernels/")
-    g.add_argument("--dispatch", choices=DISPATCH_RULES, default="measured",
+    g.add_argument("--dispatch", choices=DISPATCH_RULES, default=DEFAULT_DISPATCH,
                    help="how the library serves shapes it has no entry for (hgemm.library)")
     g.set_defaults(fn=cmd_merge)
 

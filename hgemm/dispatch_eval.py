@@ -15,7 +15,13 @@ Rules (each picks among the kernels that won some other shape and fit s: layout,
 - measured: every kernel that won another shape, scored by its measured slowdown against the winner
   on the 8 nearest shapes (alignment-aware distance, weighted by 1 / (1 + distance); a shape whose
   tune did not time it counts as UNTIMED_SLOWDOWN); the lowest score wins: hgemm.library's `measured`
-  dispatch (hgemm.library.measured_pick).
+  dispatch (hgemm.library.measured_pick);
+- cost: every kernel that won another shape, ranked by hgemm.cost's model fitted to the other shapes'
+  measurements and corrected by the 8 nearest shapes' (hgemm.library's `cost` dispatch).
+
+A rule may pick a kernel the left-out shape's tune never timed (the cost rule often does: it ranks
+kernels the shortlist left out), so each rule is also judged choosing among the kernels that were
+timed there (`timed_only`): every pick is then measured, and the rules are compared on all shapes.
 
     python -m hgemm.dispatch_eval benchmarks/tune benchmarks/sample_tune --out benchmarks/dispatch/loo.json
 """
@@ -30,12 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .candidate import Candidate, parse_candidate
+from .cost import CostModel
 from .files import write_json
 from .library import NEIGHBOURS, aligned_distance, log_distance, measured_pick, tma_compatible, tune_results
 from .problem import Problem
 from .summary import BESIDE, geomean
 
-RULES = ("nearest", "nearest_aligned", "measured")
+RULES = ("nearest", "nearest_aligned", "measured", "cost")
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,8 @@ class Rules:
         self._candidates: dict[str, Candidate] = {}
         self._fits: dict[tuple[str, str], bool] = {}
         self._wins = Counter(s.winner for s in shapes)
+        self._cost_for: str | None = None
+        self._cost: CostModel | None = None
 
     def fits(self, name: str, p: Problem) -> bool:
         key = (name, p.key)
@@ -93,56 +102,90 @@ class Rules:
                        if o.problem.key != p.key and o.problem.layout == p.layout),
                       key=lambda dk: (dk[0], dk[1].problem.key))
 
-    def pick(self, rule: str, shape: Shape) -> str | None:
+    def pick(self, rule: str, shape: Shape, timed_only: bool = False) -> str | None:
+        """The rule's kernel for the shape, from the other shapes' data; timed_only: among the kernels
+        the shape's tune timed."""
         if rule not in RULES:
             raise ValueError(f"unknown rule {rule!r}; rules: {', '.join(RULES)}")
         p = shape.problem
         if rule in ("nearest", "nearest_aligned"):
             distance = log_distance if rule == "nearest" else aligned_distance
             for _, other in self._others(shape, distance):
-                if self.fits(other.winner, p):
+                if self.fits(other.winner, p) and (not timed_only or other.winner in shape.times):
                     return other.winner
             return None
         if rule == "measured":
             near = self._others(shape, aligned_distance)[:NEIGHBOURS]
             # kernels that won some other shape (the left-out shape's own winner only if it won another too)
-            names = dict.fromkeys(n for _, o in near for n in o.times if self._wins[n] > (n == shape.winner))
+            names = dict.fromkeys(n for _, o in near for n in o.times if self._wins[n] > (n == shape.winner)
+                                  and (not timed_only or n in shape.times))
             ratios = [(d, {n: t / o.times[o.winner] for n, t in o.times.items()}) for d, o in near]
             return measured_pick(ratios, names, lambda n: self.fits(n, p))
+        if rule == "cost":
+            model = self._cost_model(shape)
+            near = [(d, o.problem.key) for d, o in self._others(shape, aligned_distance)[:NEIGHBOURS]]
+            names = [n for n in self._wins if self._wins[n] > (n == shape.winner) and self.fits(n, p)
+                     and (not timed_only or n in shape.times)]
+            return model.pick(names, p, near)
         raise AssertionError(rule)
+
+    def _cost_model(self, shape: Shape) -> CostModel:
+        """The cost model fitted without the shape's measurements."""
+        if self._cost_for != shape.problem.key:
+            self._cost = CostModel({o.problem.key: o.times for o in self.shapes if o.problem.key != shape.problem.key})
+            self._cost_for = shape.problem.key
+        return self._cost
+
+
+def _summary(rows: list[dict], rules: tuple[str, ...], mode: str) -> tuple[int, dict]:
+    common = [r for r in rows if all(r[mode][rule]["slowdown"] for rule in rules)]
+    summary = {}
+    for rule in rules:
+        slow = [r[mode][rule]["slowdown"] for r in common]
+        summary[rule] = {"measured_share": sum(1 for r in rows if r[mode][rule]["slowdown"]) / len(rows) if rows else 0,
+                         "geomean_slowdown": geomean(slow), "worst_slowdown": max(slow) if slow else None,
+                         "within_5pct": sum(s <= 1.05 for s in slow), "picks_winner": sum(s <= 1.0 for s in slow)}
+    return len(common), summary
 
 
 def evaluate(shapes: list[Shape], texts: dict[str, Path], rules: tuple[str, ...] = RULES) -> dict:
-    """Per shape each rule's pick and its time over the winner's; per rule the summary over the shapes
-    where every rule's pick was measured."""
+    """Per shape each rule's pick and its time over the winner's, choosing among every kernel (`any`)
+    and among those the shape's tune timed (`timed_only`); per rule and mode the summary over the
+    shapes where every rule's pick was measured."""
     judge = Rules(shapes, texts)
     rows = []
     for shape in shapes:
         row = {"shape": shape.problem.key, "winner": shape.winner}
-        for rule in rules:
-            name = judge.pick(rule, shape)
-            t = shape.times.get(name) if name else None
-            row[rule] = {"kernel": name, "slowdown": t / shape.times[shape.winner] if t else None}
+        for mode in ("any", "timed_only"):
+            row[mode] = {}
+            for rule in rules:
+                name = judge.pick(rule, shape, timed_only=mode == "timed_only")
+                t = shape.times.get(name) if name else None
+                row[mode][rule] = {"kernel": name, "slowdown": t / shape.times[shape.winner] if t else None}
         rows.append(row)
-    common = [r for r in rows if all(r[rule]["slowdown"] for rule in rules)]
-    summary = {}
-    for rule in rules:
-        slow = [r[rule]["slowdown"] for r in common]
-        summary[rule] = {"measured_share": sum(1 for r in rows if r[rule]["slowdown"]) / len(rows) if rows else 0,
-                         "geomean_slowdown": geomean(slow), "worst_slowdown": max(slow) if slow else None,
-                         "within_5pct": sum(s <= 1.05 for s in slow), "picks_winner": sum(s <= 1.0 for s in slow)}
-    return {"shapes": len(rows), "compared_on": len(common), "summary": summary, "rows": rows}
+    out = {"shapes": len(rows)}
+    for mode in ("any", "timed_only"):
+        compared, summary = _summary(rows, rules, mode)
+        out[mode] = {"compared_on": compared, "summary": summary}
+    out["rows"] = rows
+    return out
 
 
 def markdown(result: dict) -> str:
     lines = ["# Dispatch rules, each tuned shape left out in turn", "",
-             f"{result['shapes']} tuned shapes; compared on the {result['compared_on']} where every rule's pick "
-             "was timed on the left-out shape by its tune. Slowdown: the pick's time over the shape's winner's.", "",
-             "| rule | pick timed | geomean slowdown | worst | within 5% | the winner itself |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for rule, s in result["summary"].items():
-        lines.append(f"| {rule} | {s['measured_share']:.0%} | {s['geomean_slowdown'] or float('nan'):.3f} | "
-                     f"{s['worst_slowdown'] or float('nan'):.2f} | {s['within_5pct']} | {s['picks_winner']} |")
+             f"{result['shapes']} tuned shapes. Slowdown: the pick's time over the shape's winner's, where the "
+             "left-out shape's tune timed the pick."]
+    titles = {"any": "Choosing among every kernel that won another shape; compared on the {n} shapes where every "
+                     "rule's pick was timed",
+              "timed_only": "Choosing among the kernels the left-out shape's tune timed (every pick measured); "
+                            "compared on the {n} shapes where every rule has a pick"}
+    for mode, title in titles.items():
+        lines += ["", f"## {title.format(n=result[mode]['compared_on'])}", "",
+                  "| rule | pick timed | geomean slowdown | worst | within 5% | the winner itself |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for rule, s in result[mode]["summary"].items():
+            lines.append(f"| {rule} | {s['measured_share']:.0%} | {s['geomean_slowdown'] or float('nan'):.3f} | "
+                         f"{s['worst_slowdown'] or float('nan'):.2f} | {s['within_5pct']} | {s['picks_winner']} |")
     return "\n".join(lines) + "\n"
 
 

@@ -5,7 +5,11 @@ Lookup order for a problem: the exact shape in the table; else a kernel chosen f
 of the same layout, among the seed families' entries (a model's kernel serves only the shape it was
 verified and timed on); else the safe generic kernel (the table's fallback). The table's `dispatch`
 says how an unseen shape is served:
-- `measured` (what a tune, merge or copy writes): every tuned winner that fits the shape is scored by
+- `cost` (DEFAULT_DISPATCH, what a tune, merge or copy writes): every tuned winner that fits the shape is ranked by
+  hgemm.cost's model, fitted to every time the entries' tunes measured (`timed`) and corrected by the
+  kernel's measured-over-modelled ratio on the NEIGHBOURS nearest tuned shapes; the lowest estimate
+  wins. Where no winner has an estimate it is `measured`;
+- `measured`: every tuned winner that fits the shape is scored by
   its measured slowdown against each of the NEIGHBOURS nearest tuned shapes' winners (alignment-aware
   distance, weighted by 1 / (1 + distance); a neighbour whose tune did not time it counts
   UNTIMED_SLOWDOWN), from the entries' `timed` ratios; the lowest score wins. Where no neighbour has
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .candidate import Candidate, SpecError, parse_candidate
+from .cost import CostModel
 from .files import read_user_text
 from .params import operand_shape
 from .problem import Problem
@@ -41,7 +46,8 @@ class Choice:
     how: str  # "exact", "measured <nearest key>", "nearest <key>" or "fallback"
 
 
-DISPATCH_RULES = ("measured", "nearest")
+DISPATCH_RULES = ("cost", "measured", "nearest")
+DEFAULT_DISPATCH = "cost"  # what a tune, merge or copy writes
 NEIGHBOURS = 8  # tuned shapes the measured rule averages over
 ALIGN_PENALTY = 1.0  # in log2 units of distance: as far as a factor 2 in one dimension
 UNTIMED_SLOWDOWN = 1.3  # what the measured rule assumes of a kernel a neighbour's tune did not time
@@ -112,6 +118,14 @@ class Library:
         if self.dispatch not in DISPATCH_RULES:
             raise ValueError(f"{self.path}: dispatch {self.dispatch!r} is not one of {', '.join(DISPATCH_RULES)}")
         self._candidates: dict[str, Candidate] = {}
+        self._cost: CostModel | None = None
+
+    def cost_model(self) -> CostModel:
+        """hgemm.cost's model fitted to every kernel time the entries' tunes measured (fitted once)."""
+        if self._cost is None:
+            self._cost = CostModel({key: {name: ratio * e["time_us"] for name, ratio in e["timed"].items()}
+                                    for key, e in self.entries.items() if e.get("timed") and e.get("time_us")})
+        return self._cost
 
     def candidate(self, name: str) -> Candidate:
         if name not in self._candidates:
@@ -124,7 +138,14 @@ class Library:
             return Choice(entry["kernel"], self.candidate(entry["kernel"]), "exact")
         family = [k for k, e in self.entries.items()
                   if k.endswith("_" + problem.layout) and e.get("source") not in EXACT_ONLY_SOURCES]
-        if self.dispatch == "measured":
+        if self.dispatch == "cost":
+            near = sorted((aligned_distance(problem, Problem.from_key(k)), k) for k in family)[:NEIGHBOURS]
+            winners = dict.fromkeys(sorted(self.entries[k]["kernel"] for k in family))
+            name = self.cost_model().pick([n for n in winners if runs_on(self.candidate(n), problem)], problem,
+                                          [(d, k) for d, k in near])
+            if name:
+                return Choice(name, self.candidate(name), f"cost {near[0][1]}")
+        if self.dispatch in ("cost", "measured"):
             near = sorted((aligned_distance(problem, Problem.from_key(k)), k) for k in family)[:NEIGHBOURS]
             timed = [(d, self.entries[k]["timed"]) for d, k in near if self.entries[k].get("timed")]
             if timed:
@@ -202,7 +223,7 @@ def write_kernels(out_dir: Path, texts: dict[str, str]) -> None:
             stale.unlink()
 
 
-def merge_libraries(folders: list[str | Path], out_dir: str | Path, dispatch: str = "measured",
+def merge_libraries(folders: list[str | Path], out_dir: str | Path, dispatch: str = DEFAULT_DISPATCH,
                     results: list[dict | None] | None = None) -> dict:
     """One library from several tune folders: every tuned shape of any of them, and where two tuned the
     same shape, the entry with the higher speedup over its run's strongest baseline (each run measures
@@ -316,7 +337,7 @@ def copy_library(sources: list[str | Path], problems: list[Problem], out_dir: st
     if len(sources) == 1:
         table = json.loads(read_user_text(sources[0] / "table.json"))
         attach_timed(table.get("entries", {}), results[0])
-        table.setdefault("dispatch", "measured")
+        table.setdefault("dispatch", DEFAULT_DISPATCH)
         write_kernels(out, {path.stem: path.read_text() for path in (sources[0] / "kernels").glob("*.cu")})
         for name in ("summary.md", "goals.md"):
             if (sources[0] / name).is_file():

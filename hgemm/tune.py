@@ -40,7 +40,7 @@ from .compile import detect_arch
 from .entry import EvalOptions
 from .envinfo import environment
 from .files import UnreadableFile, config_hash, read_user_text, write_json
-from .library import Library, timed_ratios, tune_results
+from .library import DEFAULT_DISPATCH, Library, timed_ratios, tune_results
 from .params import operand_shape
 from .pool import compile_all
 from .problem import NUM_SMS, Problem
@@ -228,7 +228,7 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
     results["grid"] = "tune shortlist"
     results["pruned_by_resources"] = sorted(pruned)
     table = {"arch": results["arch"], "gpu_run": results["gpu_run"], "entries": {}, "fallback": FALLBACK_NAME,
-             "env": results["env"], "pending": pending, "dispatch": "measured"}
+             "env": results["env"], "pending": pending, "dispatch": DEFAULT_DISPATCH}
     used = set(references)
     for pr in results["problems"]:
         problem = Problem.from_dict(pr["problem"])

@@ -40,12 +40,33 @@ def test_each_rule_is_scored_by_its_picks_time_on_the_left_out_shape(tmp_path):
         far: {"fast": 10.0, "odd": 40.0},
     })
     shapes, texts = dispatch_eval.load_shapes([folder])
-    result = dispatch_eval.evaluate(shapes, texts)
+    # the cost rule ranks seed-family kernels only (hgemm.cost); these are named copies of a reference
+    result = dispatch_eval.evaluate(shapes, texts, rules=("nearest", "nearest_aligned", "measured"))
     row = next(r for r in result["rows"] if r["shape"] == probe.key)
-    assert row["nearest"] == {"kernel": "odd", "slowdown": 3.0}
-    assert row["measured"] == {"kernel": "fast", "slowdown": 1.0}
-    assert result["summary"]["measured"]["geomean_slowdown"] < result["summary"]["nearest"]["geomean_slowdown"]
+    assert row["any"]["nearest"] == {"kernel": "odd", "slowdown": 3.0}
+    assert row["any"]["measured"] == {"kernel": "fast", "slowdown": 1.0}
+    summary = result["any"]["summary"]
+    assert summary["measured"]["geomean_slowdown"] < summary["nearest"]["geomean_slowdown"]
     assert "| nearest |" in dispatch_eval.markdown(result)
+
+
+def test_timed_only_picks_among_the_kernels_the_left_out_shape_timed(tmp_path):
+    # "fast" wins the neighbours but the probe's tune never timed it: choosing among every kernel, the
+    # measured rule's pick has no time there; choosing among those timed, it is "odd" (the winner of a
+    # farther shape), measured 3x ("other" won the probe alone, so no rule may know it)
+    probe, mid, far, farther = (Problem(1024, 1024, 1024), Problem(2048, 1024, 1024), Problem(512, 1024, 1024),
+                                Problem(8192, 8192, 1024))
+    folder = _tune(tmp_path / "lib", {
+        probe: {"odd": 30.0, "other": 10.0},
+        mid: {"fast": 10.0, "odd": 20.0},
+        far: {"fast": 10.0, "odd": 20.0, "other": 40.0},
+        farther: {"odd": 10.0, "fast": 20.0},
+    })
+    shapes, texts = dispatch_eval.load_shapes([folder])
+    result = dispatch_eval.evaluate(shapes, texts, rules=("measured",))
+    row = next(r for r in result["rows"] if r["shape"] == probe.key)
+    assert row["any"]["measured"] == {"kernel": "fast", "slowdown": None}
+    assert row["timed_only"]["measured"] == {"kernel": "odd", "slowdown": 3.0}
 
 
 def test_a_folder_without_measurements_is_an_error(tmp_path, capsys):

@@ -31,6 +31,7 @@ LAYER_NAMES = ("instrument", "kernels", "corpus", "training", "stages")
 HEAVY = frozenset({
     "torch", "cupy", "cupy_backends", "pycuda", "cuda", "nvmath", "pynvml", "transformers", "datasets",
     "tokenizers", "trl", "deepspeed", "accelerate", "matplotlib", "datasketch", "snakemake", "tensorboard",
+    "scipy",
 })
 
 # Module-name prefix -> layer; the longest matching prefix wins. Every module must match one.

@@ -275,9 +275,9 @@ def test_the_tune_stage_reuses_libraries_tuned_on_its_grid_and_refuses_one_of_an
     assert stage(tmp_path / "one", f"reuse=[{tuned}]") == 0
     source = json.loads((tuned / "table.json").read_text())
     copied = json.loads((tmp_path / "one/table.json").read_text())
-    # the source's table, with what its tune timed on each shape for the measured dispatch
+    # the source's table, with what its tune timed on each shape for the cost and measured dispatches
     timed = {key: entry.pop("timed") for key, entry in copied["entries"].items()}
-    assert copied == dict(source, dispatch="measured")
+    assert copied == dict(source, dispatch="cost")
     assert all(abs(timed[key][entry["kernel"]] - 1) < 0.01 for key, entry in source["entries"].items())
     lib = Library(tmp_path / "one")
     for key, entry in source["entries"].items():
@@ -326,7 +326,7 @@ def test_the_measured_dispatch_takes_the_kernel_fastest_over_the_nearest_tuned_s
     assert _timed_library(tmp_path / "d", None).lookup(unseen).name == "near"
     assert _timed_library(tmp_path / "u", "measured", timed=False).lookup(unseen).name == "near"
     assert _timed_library(tmp_path / "e", "measured").lookup(Problem(1024, 1024, 1024)).how == "exact"
-    with pytest.raises(ValueError, match="dispatch 'fastest' is not one of measured, nearest"):
+    with pytest.raises(ValueError, match="dispatch 'fastest' is not one of cost, measured, nearest"):
         _timed_library(tmp_path / "x", "fastest")
 
 
@@ -346,7 +346,7 @@ def test_a_merge_gives_each_entry_what_its_tune_timed_and_dispatches_by_it(tmp_p
     (a / "bench.json.gz").write_bytes(gzip.compress(json.dumps(bench).encode()))
     table = merge_libraries([a], tmp_path / "m")
     assert table["entries"][key]["timed"] == {"big": 1.0, "old": 1.5}   # verified kernels only, beside by name
-    assert table["dispatch"] == "measured" and Library(tmp_path / "m").dispatch == "measured"
+    assert table["dispatch"] == "cost" and Library(tmp_path / "m").dispatch == "cost"
     assert merge_libraries([a], tmp_path / "n", dispatch="nearest")["dispatch"] == "nearest"
 
 

@@ -1,0 +1,165 @@
+"""A cost model of the seed families' kernels, fitted to what the tunes measured: the `cost` dispatch
+of hgemm.library ranks every library kernel that can run an unseen shape by it.
+
+The model of a kernel's time on a problem is linear in a few terms its parameters and the shape give
+(`features`), with one set of non-negative coefficients per family, fitted by non-negative least squares
+on relative error over every kernel time the tunes recorded:
+- a constant: launch and prologue;
+- DRAM bytes: A and B read once, C written once;
+- split-K workspace bytes (mma_sync, skinny: fp32 partials written and read back);
+- the busiest SM's tensor-core work: waves of output tiles (tiles x split over the CTAs that run at
+  once) x the work of one tile's share of K. This term is why a shape with few tiles and a long K wants
+  split-K, and why a tile that leaves most of a last wave idle loses, which no nearby tuned shape may show;
+- L2-to-SM bytes: every tile's share of A and B rows (small tiles re-read the operands more often);
+- the busiest SM's shared-memory reads: each warp (mma_sync) or consumer warpgroup (wgmma) reads its
+  rows of A and columns of B for every k step, so a narrow warp tile (16 x 32) reads far more per
+  flop than a square one, which the tile work alone does not tell apart;
+- latency: the K-steps one CTA runs in sequence (a deep K at few tiles is a chain of dependent steps);
+- staged bytes: the operand copies the staged loader makes before its mainloop.
+Then each kernel's log ratio of measured to modelled time on the tuned shapes nearest the one asked
+about (weighted by 1 / (1 + distance)) corrects the model, shrunk towards the kernel's mean ratio over
+all its tuned shapes: a kernel timed on few shapes leans on its mean, one timed nearby on its neighbours.
+hgemm.dispatch_eval judges it offline, each tuned shape left out of the fit in turn; `hgemm bench
+--library` on shapes no tune saw.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from kernels_corpus.families import FAMILIES
+
+from .problem import NUM_SMS, Problem
+
+# CTAs of one SM each that run at once, by cluster size: a cluster's CTAs share a GPC
+# (benchmarks/split_k/cluster_occupancy.json), so 30 clusters of 4 and 15 of 8 fit, not 33 and 16
+CLUSTER_CTAS_AT_ONCE = {1: NUM_SMS, 2: NUM_SMS, 4: 120, 8: 120, 16: 120}
+SKINNY_WARPS_PER_SM = 4  # rows of output a skinny kernel's SM works on at once, per row tile
+SHRINK = 1.0  # the weight of a kernel's mean log ratio beside its neighbours' weights
+FEATURES = ("launch", "dram_bytes", "split_bytes", "tile_work", "l2_bytes", "smem_reads", "latency", "staged_bytes")
+
+
+@lru_cache(maxsize=1)
+def _by_name() -> dict[str, tuple]:
+    return {fam.name(p): (fam, p) for fam in FAMILIES for p in fam.variants()}
+
+
+def kernel_params(name: str) -> dict | None:
+    """A seed-family kernel's parameters from its name; None for a kernel of no family (a model's, a
+    reference kernel)."""
+    found = _by_name().get(name)
+    return found[1] if found else None
+
+
+def applicable(name: str, p: Problem) -> bool:
+    """Whether the kernel's family counts it among the variants worth timing on p (its `applicable`
+    filter, the tune's first cut): the model was fitted on such pairs only, so it ranks no others."""
+    found = _by_name().get(name)
+    return found is not None and found[0].applicable(found[1], p)
+
+
+def family(params: dict) -> str:
+    if "bm" not in params:
+        return "skinny"
+    if "consumers" in params:
+        return "wgmma"
+    return params.get("prefix", "mma_sync")
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def features(params: dict, p: Problem) -> list[float]:
+    """The terms of FEATURES for one kernel on one problem (the module docstring says what each is)."""
+    split = params.get("split_k", 1)
+    dram = 2 * p.batch * (p.M * p.K + p.K * p.N + p.M * p.N)
+    if "bm" not in params:  # skinny: mt output rows a warp, split over K with fp32 atomics
+        partials = 4 * p.batch * p.M * p.N * split if split > 1 else 0
+        rows = _cdiv(p.M, params["mt"]) * p.batch * split
+        chain = _cdiv(rows, NUM_SMS * SKINNY_WARPS_PER_SM) * _cdiv(p.K, split) * params["mt"]
+        return [1.0, dram, partials, 0.0, 0.0, 0.0, chain, 0.0]
+    bm, bn, bk = params["bm"], params["bn"], params.get("bk", 64)
+    k_share = _cdiv(_cdiv(p.K, split), bk) * bk
+    tiles = _cdiv(p.M, bm) * _cdiv(p.N, bn) * p.batch
+    if "consumers" in params:  # persistent, one CTA an SM; split-K within a cluster, through DSMEM
+        per_sm, partials = 1, 0
+        at_once = CLUSTER_CTAS_AT_ONCE[params.get("cluster", 1) * split]
+        readers, rows, cols = params["consumers"], bm // params["consumers"], bn
+    else:  # min_blocks CTAs share an SM; split-K through an fp32 workspace
+        per_sm = params.get("min_blocks", 1)
+        at_once = NUM_SMS * per_sm
+        partials = 8 * p.batch * p.M * p.N * split if split > 1 else 0
+        readers, rows, cols = params["warps_m"] * params["warps_n"], bm // params["warps_m"], bn // params["warps_n"]
+    waves = _cdiv(tiles * split, at_once)
+    staged = sum(4 * p.batch * (p.M * p.K if op == "A" else p.K * p.N)
+                 for op in (params.get("stage", "") if params.get("loader") == "staged" else ""))
+    return [1.0, dram, partials, waves * per_sm * bm * bn * k_share, tiles * split * (bm + bn) * k_share,
+            waves * per_sm * readers * (rows + cols) * k_share, waves * k_share / bk, staged]
+
+
+class CostModel:
+    """The fitted model and the measured-over-modelled log ratios it is corrected by."""
+
+    def __init__(self, measured: dict[str, dict[str, float]]):
+        """measured: problem key -> {kernel name: µs} (verified kernels); kernels of no family are left out."""
+        from scipy.optimize import nnls  # only a fit needs it (a library serving exact shapes never fits)
+
+        rows: dict[str, list[tuple[str, str, list[float], float]]] = {}
+        for key, times in measured.items():
+            p = Problem.from_key(key)
+            for name, us in times.items():
+                params = kernel_params(name)
+                if params is not None and us > 0:
+                    rows.setdefault(family(params), []).append((key, name, features(params, p), us))
+        self.coef: dict[str, np.ndarray] = {}
+        for fam, fam_rows in rows.items():
+            x = np.array([r[2] for r in fam_rows])
+            t = np.array([r[3] for r in fam_rows])
+            scale = np.where(x.max(axis=0) > 0, x.max(axis=0), 1.0)  # columns of one magnitude for nnls
+            c, _ = nnls(x / scale / t[:, None], np.ones(len(t)))     # relative error: each row over its time
+            self.coef[fam] = c / scale
+        self.ratios: dict[str, dict[str, float]] = {}  # kernel -> {problem key: log(measured / modelled)}
+        for fam_rows in rows.values():
+            for key, name, x, us in fam_rows:
+                self.ratios.setdefault(name, {})[key] = math.log(us / self._model(family(kernel_params(name)), x))
+        self.mean = {name: sum(r.values()) / len(r) for name, r in self.ratios.items()}
+
+    def _model(self, fam: str, x: list[float]) -> float:
+        return max(float(np.dot(self.coef[fam], x)), 1e-3)
+
+    def model_us(self, name: str, p: Problem) -> float | None:
+        """The fitted model's time of kernel `name` on p, uncorrected; None for a kernel of no fitted family."""
+        params = kernel_params(name)
+        if params is None or family(params) not in self.coef:
+            return None
+        return self._model(family(params), features(params, p))
+
+    def log_estimate(self, name: str, p: Problem, near: list[tuple[float, str]]) -> float | None:
+        """log µs of kernel `name` on p: the model's, corrected by the kernel's log ratios on `near`
+        ((distance, problem key) of the nearest tuned shapes) shrunk towards its mean ratio. None for a
+        kernel the fit has no measurement of."""
+        modelled = self.model_us(name, p)
+        if modelled is None or name not in self.mean:
+            return None
+        ratios = self.ratios[name]
+        num, den = SHRINK * self.mean[name], SHRINK
+        for d, key in near:
+            if key in ratios:
+                num, den = num + ratios[key] / (1 + d), den + 1 / (1 + d)
+        return math.log(modelled) + num / den
+
+    def pick(self, names, p: Problem, near: list[tuple[float, str]]) -> str | None:
+        """Of `names`, the kernel with the lowest estimate on p among those `applicable` to it; None if
+        none has one."""
+        best, best_log = None, math.inf
+        for name in names:
+            if not applicable(name, p):
+                continue
+            est = self.log_estimate(name, p, near)
+            if est is not None and est < best_log - 1e-12:
+                best, best_log = name, est
+        return best

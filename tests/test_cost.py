@@ -1,0 +1,109 @@
+"""The dispatch cost model (hgemm.cost): its terms, its fit, its correction by measurements, and the
+library's `cost` dispatch on the committed tunes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from hgemm.cost import FEATURES, CostModel, applicable, family, features, kernel_params
+from hgemm.problem import Problem
+
+# seed-family kernels of the committed library, by name
+WG_NAME, WG_SPLIT_NAME = "wgmma_128x64x64_c1_s6_g8_es", "wgmma_128x64x64_c1_s6_g8_sk8"
+MMA_NAME, MMA_SPLIT_NAME = "mma_sync_64x64x32_w2x2_s4_g8_sk1_mp", "mma_sync_64x64x32_w2x2_s4_g8_sk4_mp"
+NARROW_NAME, SKINNY_NAME = "mma_sync_16x128x64_w1x4_s3_g8_sk1_mp", "skinny_tn_m1_npw2_sk1"
+WG, WG_SPLIT, MMA = kernel_params(WG_NAME), kernel_params(WG_SPLIT_NAME), kernel_params(MMA_NAME)
+
+
+def test_split_k_shortens_the_busiest_sms_work_where_the_tiles_leave_sms_idle():
+    # 128 x 512 x 7616: 8 output tiles of 128 x 64 on 132 SMs. Unsplit, 8 SMs each run all of K (one
+    # wave); split 8 ways, 64 CTAs in one wave each run an eighth (rounded up to 64-wide k steps)
+    p = Problem(128, 512, 7616)
+    one, eight = features(WG, p), features(WG_SPLIT, p)
+    work, steps = FEATURES.index("tile_work"), FEATURES.index("latency")
+    assert one[work] == 128 * 64 * 7616 and eight[work] == 128 * 64 * 960
+    assert one[steps] == 7616 / 64 and eight[steps] == 960 / 64
+    # past one wave the split buys nothing: 4096^2 has 2048 tiles of 128 x 64 already
+    big = Problem(4096, 4096, 4096)
+    assert features(WG, big)[work] == math.ceil(2048 / 132) * 128 * 64 * 4096
+
+
+def test_a_narrow_warp_tile_reads_more_shared_memory_for_the_same_work():
+    p = Problem(4096, 4096, 4096)
+    square = features(MMA, p)                                   # 32 x 32 a warp
+    narrow = features(kernel_params(NARROW_NAME), p)            # 16 x 32 a warp
+    reads, work = FEATURES.index("smem_reads"), FEATURES.index("tile_work")
+    assert narrow[reads] / narrow[work] > square[reads] / square[work]
+
+
+def _synthetic(coef: dict[str, list[float]], kernels: dict[str, dict], shapes: list[Problem]):
+    return {p.key: {n: float(np.dot(coef[family(params)], features(params, p))) for n, params in kernels.items()}
+            for p in shapes}
+
+
+SHAPES = [Problem(m, n, k, batch=b) for m, n, k, b in [
+    (128, 512, 7616, 1), (4096, 4096, 4096, 1), (1024, 1024, 1024, 1), (256, 8192, 2048, 1), (8192, 256, 512, 1),
+    (64, 64, 8192, 1), (2048, 2048, 128, 4), (512, 512, 512, 8), (3000, 1000, 4000, 1), (192, 1216, 6336, 1),
+    (16384, 1024, 1024, 1), (640, 640, 12288, 1)]]
+
+
+def test_the_fit_recovers_times_the_model_can_express():
+    # times made by known non-negative coefficients: the fit must reproduce them and leave no residual
+    truth = {"wgmma": [5.0, 2e-7, 0, 2.5e-7, 1e-8, 0, 0.1, 4e-7],
+             "mma_sync": [3.5, 2e-7, 1.7e-6, 5e-7, 1e-7, 6e-6, 0, 0]}
+    kernels = {name: kernel_params(name) for name in (WG_NAME, WG_SPLIT_NAME, MMA_NAME, MMA_SPLIT_NAME)}
+    model = CostModel(_synthetic(truth, kernels, SHAPES))
+    for p in SHAPES:
+        for name, params in kernels.items():
+            want = float(np.dot(truth[family(params)], features(params, p)))
+            assert model.model_us(name, p) == pytest.approx(want, rel=1e-3)
+    assert all(abs(r) < 1e-3 for ratios in model.ratios.values() for r in ratios.values())
+
+
+def test_measurements_near_the_shape_move_the_estimate_and_far_ones_leave_the_mean():
+    truth = {"wgmma": [5.0, 2e-7, 0, 2.5e-7, 0, 0, 0.1, 0]}
+    a, b = WG_NAME, WG_SPLIT_NAME
+    measured = _synthetic(truth, {a: WG, b: WG_SPLIT}, SHAPES)
+    slow_at = Problem(192, 1216, 6336).key
+    measured[slow_at][b] *= 3  # b measured 3x its model on one shape
+    model = CostModel(measured)
+    probe = Problem(200, 1200, 6000)
+    modelled = math.log(model.model_us(b, probe))
+    alone = model.log_estimate(b, probe, near=[])                  # no neighbours: its mean ratio
+    beside = model.log_estimate(b, probe, near=[(0.1, slow_at)])   # the slow shape is close
+    assert alone == pytest.approx(modelled + model.mean[b])
+    assert beside > alone + 0.3
+    # a kernel with no measurement has no estimate, and one of no family neither
+    assert model.log_estimate("wgmma_128x64x64_c1_s5_g8_es", probe, []) is None
+    assert model.log_estimate("reference_mma_sync", probe, []) is None
+
+
+def test_the_model_ranks_only_kernels_their_family_would_time_on_the_shape():
+    # the skinny family is timed on a few rows only (here M <= 2): on a large square shape its memory-only terms
+    # would promise a fraction of the tensor-core time, so it is not ranked there at all
+    skinny_name, wg_name = SKINNY_NAME, WG_NAME
+    big, thin = Problem(4096, 4096, 4096, layout="TN"), Problem(2, 4096, 4096, layout="TN")
+    assert not applicable(skinny_name, big) and applicable(skinny_name, thin)
+    measured = {thin.key: {skinny_name: 10.0}, big.key: {wg_name: 300.0},
+                Problem(4096, 2048, 4096, layout="TN").key: {wg_name: 160.0}}
+    model = CostModel(measured)
+    assert model.log_estimate(skinny_name, big, []) < model.log_estimate(wg_name, big, [])
+    assert model.pick([skinny_name, wg_name], big, []) == wg_name
+
+
+def test_the_cost_dispatch_splits_k_where_few_tiles_hold_a_long_k(tmp_path):
+    """On the committed tunes, 128 x 512 x 7616 (8 output tiles, in no tune) gets a split-K kernel
+    under the cost rule; the measured rule takes its neighbours' unsplit winner."""
+    from hgemm.library import Library, merge_libraries
+
+    tunes = [ROOT / "benchmarks/tune", ROOT / "benchmarks/sample_tune"]
+    merge_libraries(tunes, tmp_path / "cost", dispatch="cost")
+    merge_libraries(tunes, tmp_path / "measured", dispatch="measured")
+    p = Problem(128, 512, 7616)
+    choice = Library(tmp_path / "cost").lookup(p)
+    assert choice.how.startswith("cost ") and kernel_params(choice.name).get("split_k", 1) > 1
+    assert kernel_params(Library(tmp_path / "measured").lookup(p).name).get("split_k", 1) == 1

@@ -37,6 +37,7 @@ from kernels_corpus.families import FAMILIES, mma_sync
 from .bench import run_bench
 from .candidate import parse_spec
 from .compile import detect_arch
+from .cost import CLUSTER_CTAS_AT_ONCE
 from .entry import EvalOptions
 from .envinfo import environment
 from .files import UnreadableFile, config_hash, read_user_text, write_json
@@ -54,10 +55,6 @@ FALLBACK_NAME = mma_sync.name(FALLBACK)
 # kernels_corpus/reference/<stem>.cu timed on every shape as reference_<stem>; naive and smem_tiled are
 # left out, as they take seconds a launch at 16384^3 and are never close
 REFERENCES = ("mma_sync", "mma_pipelined")
-# CTAs of one SM each that the H200 runs at once, by cluster size: a cluster's CTAs share a GPC, so 30
-# clusters of 4 and 15 of 8 fit, not 33 and 16 (cuOccupancyMaxActiveClusters,
-# benchmarks/split_k/cluster_occupancy.json). A cluster split-K grid past that runs a second round.
-CLUSTER_CTAS_AT_ONCE = {1: NUM_SMS, 2: NUM_SMS, 4: 120, 8: 120}
 DEFAULT_TILES = 5  # distinct tile shapes per family and problem
 
 

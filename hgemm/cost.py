@@ -15,7 +15,12 @@ on relative error over every kernel time the tunes recorded:
   rows of A and columns of B for every k step, so a narrow warp tile (16 x 32) reads far more per
   flop than a square one, which the tile work alone does not tell apart;
 - latency: the K-steps one CTA runs in sequence (a deep K at few tiles is a chain of dependent steps);
-- staged bytes: the operand copies the staged loader makes before its mainloop.
+- staged bytes: the operand copies the staged loader makes before its mainloop;
+- misaligned loads: the busiest SM's operand elements that the mma.sync template (mma_sync,
+  batched_small) reads through registers because their rows are not 16-byte aligned, where cp.async
+  cannot go (`misaligned_rows`). Per k step that is a guarded load, a realignment and a store to shared
+  memory, with at most one tile fetched ahead, so a long K on odd pitches costs far more than the
+  same K aligned; wgmma reads such an operand from a staged copy instead (staged bytes).
 Then each kernel's log ratio of measured to modelled time on the tuned shapes nearest the one asked
 about (weighted by 1 / (1 + distance)) corrects the model, shrunk towards the kernel's mean ratio over
 all its tuned shapes: a kernel timed on few shapes leans on its mean, one timed nearby on its neighbours.
@@ -32,6 +37,7 @@ import numpy as np
 
 from kernels_corpus.families import FAMILIES
 
+from .params import operand_shape
 from .problem import NUM_SMS, Problem
 
 # CTAs of one SM each that run at once, by cluster size: a cluster's CTAs share a GPC
@@ -39,7 +45,8 @@ from .problem import NUM_SMS, Problem
 CLUSTER_CTAS_AT_ONCE = {1: NUM_SMS, 2: NUM_SMS, 4: 120, 8: 120, 16: 120}
 SKINNY_WARPS_PER_SM = 4  # rows of output a skinny kernel's SM works on at once, per row tile
 SHRINK = 1.0  # the weight of a kernel's mean log ratio beside its neighbours' weights
-FEATURES = ("launch", "dram_bytes", "split_bytes", "tile_work", "l2_bytes", "smem_reads", "latency", "staged_bytes")
+FEATURES = ("launch", "dram_bytes", "split_bytes", "tile_work", "l2_bytes", "smem_reads", "latency", "staged_bytes",
+            "misaligned_loads")
 
 
 @lru_cache(maxsize=1)
@@ -73,6 +80,16 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def misaligned_rows(params: dict, p: Problem) -> tuple[bool, bool]:
+    """Whether the mma.sync template (hgemm/include/hgemm/mma_sync_gemm.cuh) reads A, and B, through its
+    register path: an operand whose row pitch is not a multiple of 8 halves. A warp tile of more than 32
+    accumulators a thread has no path for one aligned and one misaligned operand (MIXED_PATHS), so
+    there one misaligned operand sends both."""
+    rows = tuple(operand_shape(op, p)[2] % 8 != 0 for op in "AB")
+    accumulators = (params["bm"] // params["warps_m"] // 16) * (params["bn"] // params["warps_n"] // 8) * 4
+    return (any(rows), any(rows)) if accumulators > 32 else rows
+
+
 def features(params: dict, p: Problem) -> list[float]:
     """The terms of FEATURES for one kernel on one problem (the module docstring says what each is)."""
     split = params.get("split_k", 1)
@@ -81,12 +98,12 @@ def features(params: dict, p: Problem) -> list[float]:
         partials = 4 * p.batch * p.M * p.N * split if split > 1 else 0
         rows = _cdiv(p.M, params["mt"]) * p.batch * split
         chain = _cdiv(rows, NUM_SMS * SKINNY_WARPS_PER_SM) * _cdiv(p.K, split) * params["mt"]
-        return [1.0, dram, partials, 0.0, 0.0, 0.0, chain, 0.0]
+        return [1.0, dram, partials, 0.0, 0.0, 0.0, chain, 0.0, 0.0]
     bm, bn, bk = params["bm"], params["bn"], params.get("bk", 64)
     k_share = _cdiv(_cdiv(p.K, split), bk) * bk
     tiles = _cdiv(p.M, bm) * _cdiv(p.N, bn) * p.batch
     if "consumers" in params:  # persistent, one CTA an SM; split-K within a cluster, through DSMEM
-        per_sm, partials = 1, 0
+        per_sm, partials, misaligned = 1, 0, (False, False)
         at_once = CLUSTER_CTAS_AT_ONCE[params.get("cluster", 1) * split]
         readers, rows, cols = params["consumers"], bm // params["consumers"], bn
     else:  # min_blocks CTAs share an SM; split-K through an fp32 workspace
@@ -94,11 +111,13 @@ def features(params: dict, p: Problem) -> list[float]:
         at_once = NUM_SMS * per_sm
         partials = 8 * p.batch * p.M * p.N * split if split > 1 else 0
         readers, rows, cols = params["warps_m"] * params["warps_n"], bm // params["warps_m"], bn // params["warps_n"]
+        misaligned = misaligned_rows(params, p)
     waves = _cdiv(tiles * split, at_once)
     staged = sum(4 * p.batch * (p.M * p.K if op == "A" else p.K * p.N)
                  for op in (params.get("stage", "") if params.get("loader") == "staged" else ""))
     return [1.0, dram, partials, waves * per_sm * bm * bn * k_share, tiles * split * (bm + bn) * k_share,
-            waves * per_sm * readers * (rows + cols) * k_share, waves * k_share / bk, staged]
+            waves * per_sm * readers * (rows + cols) * k_share, waves * k_share / bk, staged,
+            waves * per_sm * (bm * misaligned[0] + bn * misaligned[1]) * k_share]
 
 
 class CostModel:

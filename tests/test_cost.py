@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from hgemm.cost import FEATURES, CostModel, applicable, family, features, kernel_params
+from hgemm.cost import FEATURES, CostModel, applicable, family, features, kernel_params, misaligned_rows
 from hgemm.problem import Problem
 
 # seed-family kernels of the committed library, by name
@@ -48,13 +48,13 @@ def _synthetic(coef: dict[str, list[float]], kernels: dict[str, dict], shapes: l
 SHAPES = [Problem(m, n, k, batch=b) for m, n, k, b in [
     (128, 512, 7616, 1), (4096, 4096, 4096, 1), (1024, 1024, 1024, 1), (256, 8192, 2048, 1), (8192, 256, 512, 1),
     (64, 64, 8192, 1), (2048, 2048, 128, 4), (512, 512, 512, 8), (3000, 1000, 4000, 1), (192, 1216, 6336, 1),
-    (16384, 1024, 1024, 1), (640, 640, 12288, 1)]]
+    (16384, 1024, 1024, 1), (640, 640, 12288, 1), (2048, 1001, 2048, 1)]]
 
 
 def test_the_fit_recovers_times_the_model_can_express():
     # times made by known non-negative coefficients: the fit must reproduce them and leave no residual
-    truth = {"wgmma": [5.0, 2e-7, 0, 2.5e-7, 1e-8, 0, 0.1, 4e-7],
-             "mma_sync": [3.5, 2e-7, 1.7e-6, 5e-7, 1e-7, 6e-6, 0, 0]}
+    truth = {"wgmma": [5.0, 2e-7, 0, 2.5e-7, 1e-8, 0, 0.1, 4e-7, 0],
+             "mma_sync": [3.5, 2e-7, 1.7e-6, 5e-7, 1e-7, 6e-6, 0, 0, 6e-5]}
     kernels = {name: kernel_params(name) for name in (WG_NAME, WG_SPLIT_NAME, MMA_NAME, MMA_SPLIT_NAME)}
     model = CostModel(_synthetic(truth, kernels, SHAPES))
     for p in SHAPES:
@@ -65,7 +65,7 @@ def test_the_fit_recovers_times_the_model_can_express():
 
 
 def test_measurements_near_the_shape_move_the_estimate_and_far_ones_leave_the_mean():
-    truth = {"wgmma": [5.0, 2e-7, 0, 2.5e-7, 0, 0, 0.1, 0]}
+    truth = {"wgmma": [5.0, 2e-7, 0, 2.5e-7, 0, 0, 0.1, 0, 0]}
     a, b = WG_NAME, WG_SPLIT_NAME
     measured = _synthetic(truth, {a: WG, b: WG_SPLIT}, SHAPES)
     slow_at = Problem(192, 1216, 6336).key
@@ -107,3 +107,49 @@ def test_the_cost_dispatch_splits_k_where_few_tiles_hold_a_long_k(tmp_path):
     choice = Library(tmp_path / "cost").lookup(p)
     assert choice.how.startswith("cost ") and kernel_params(choice.name).get("split_k", 1) > 1
     assert kernel_params(Library(tmp_path / "measured").lookup(p).name).get("split_k", 1) == 1
+
+
+def test_odd_pitches_send_the_mma_sync_operands_through_registers_and_leave_wgmma_alone():
+    # 128 x 301 x 4723 TN: both operands' rows are K = 4723 halves, not 16-byte multiples
+    odd, even = Problem(128, 301, 4723, layout="TN"), Problem(128, 304, 4728, layout="TN")
+    loads = FEATURES.index("misaligned_loads")
+    narrow = kernel_params("mma_sync_16x128x64_w1x4_s3_g8_sk4_mp")
+    # 24 tiles x 4 splits in one wave of 3 CTAs an SM; a CTA's k share is 1216 (19 steps of 64)
+    assert features(narrow, odd)[loads] == 3 * (16 + 128) * 1216
+    assert features(narrow, even)[loads] == 0
+    assert features(kernel_params("wgmma_128x64x64_c1_s6_g8_sk8_staged"), odd)[loads] == 0
+    # NN with N = 301: only B's rows are odd; a 64 x 32 warp tile (64 accumulators a thread) has no
+    # mixed path, so A goes through registers with it, where a 32 x 32 one keeps cp.async for A
+    nn = Problem(1024, 301, 4096)
+    assert misaligned_rows(MMA, nn) == (False, True)
+    assert misaligned_rows(kernel_params("mma_sync_128x128x32_w2x4_s3_g8_sk1_mp"), nn) == (True, True)
+
+
+def test_on_held_out_shapes_the_model_ranks_the_clearly_faster_kernel_first(tmp_path):
+    """The committed H200 runs of both dispatch rules on shapes no tune saw: wherever the two rules'
+    kernels were both timed and one took under 2/3 of the other's time, the model fitted to the committed
+    tunes (corrected by the nearest tuned shapes, as the cost dispatch is) ranks the faster first. Most
+    are small-M.N, long-K, odd-pitch shapes, where an mma.sync split-K kernel reads its operands through
+    registers and the staged wgmma split-K kernel reads them from padded copies."""
+    import gzip
+    import json
+
+    from hgemm.library import NEIGHBOURS, Library, aligned_distance, merge_libraries
+
+    merge_libraries([ROOT / "benchmarks/tune", ROOT / "benchmarks/sample_tune"], tmp_path, dispatch="cost")
+    lib = Library(tmp_path)
+    model = lib.cost_model()
+    pairs = []
+    for grid in ("rl", "sample"):
+        results = json.loads(gzip.decompress((ROOT / f"benchmarks/dispatch/rules_{grid}_heldout.json.gz").read_bytes()))
+        for pr in results["problems"]:
+            p = Problem.from_dict(pr["problem"])
+            timed = sorted((r["time_us"], name.split(":", 1)[1]) for name, r in pr["candidates"].items()
+                           if r.get("status") == "ok" and r.get("time_us"))
+            if len(timed) == 2 and timed[0][0] < timed[1][0] * 2 / 3 and all(applicable(n, p) for _, n in timed):
+                pairs.append((p, timed[0][1], timed[1][1]))
+    assert len(pairs) >= 6
+    for p, fast, slow in pairs:
+        keys = [k for k, e in lib.entries.items() if k.endswith("_" + p.layout)]
+        near = sorted((aligned_distance(p, Problem.from_key(k)), k) for k in keys)[:NEIGHBOURS]
+        assert model.log_estimate(fast, p, near) < model.log_estimate(slow, p, near), (p.key, fast, slow)

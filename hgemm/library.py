@@ -132,21 +132,29 @@ class Library:
             self._candidates[name] = parse_candidate((self.path / "kernels" / f"{name}.cu").read_text())
         return self._candidates[name]
 
+    def _family(self, problem: Problem) -> list[str]:
+        """The tuned shapes that dispatch other shapes of the problem's layout."""
+        return [k for k, e in self.entries.items()
+                if k.endswith("_" + problem.layout) and e.get("source") not in EXACT_ONLY_SOURCES]
+
+    def neighbours(self, problem: Problem) -> list[tuple[float, str]]:
+        """The NEIGHBOURS tuned shapes nearest the problem (aligned_distance, key): what the cost and
+        measured rules read."""
+        return sorted((aligned_distance(problem, Problem.from_key(k)), k) for k in self._family(problem))[:NEIGHBOURS]
+
     def lookup(self, problem: Problem) -> Choice:
         entry = self.entries.get(problem.key)
         if entry and runs_on(self.candidate(entry["kernel"]), problem):
             return Choice(entry["kernel"], self.candidate(entry["kernel"]), "exact")
-        family = [k for k, e in self.entries.items()
-                  if k.endswith("_" + problem.layout) and e.get("source") not in EXACT_ONLY_SOURCES]
+        family = self._family(problem)
         if self.dispatch == "cost":
-            near = sorted((aligned_distance(problem, Problem.from_key(k)), k) for k in family)[:NEIGHBOURS]
+            near = self.neighbours(problem)
             winners = dict.fromkeys(sorted(self.entries[k]["kernel"] for k in family))
-            name = self.cost_model().pick([n for n in winners if runs_on(self.candidate(n), problem)], problem,
-                                          [(d, k) for d, k in near])
+            name = self.cost_model().pick([n for n in winners if runs_on(self.candidate(n), problem)], problem, near)
             if name:
                 return Choice(name, self.candidate(name), f"cost {near[0][1]}")
         if self.dispatch in ("cost", "measured"):
-            near = sorted((aligned_distance(problem, Problem.from_key(k)), k) for k in family)[:NEIGHBOURS]
+            near = self.neighbours(problem)
             timed = [(d, self.entries[k]["timed"]) for d, k in near if self.entries[k].get("timed")]
             if timed:
                 # the kernels the neighbours' tunes timed that won some tuned shape (their texts are here)

@@ -134,7 +134,7 @@ def test_on_held_out_shapes_the_model_ranks_the_clearly_faster_kernel_first(tmp_
     import gzip
     import json
 
-    from hgemm.library import NEIGHBOURS, Library, aligned_distance, merge_libraries
+    from hgemm.library import Library, merge_libraries
 
     merge_libraries([ROOT / "benchmarks/tune", ROOT / "benchmarks/sample_tune"], tmp_path, dispatch="cost")
     lib = Library(tmp_path)
@@ -150,6 +150,5 @@ def test_on_held_out_shapes_the_model_ranks_the_clearly_faster_kernel_first(tmp_
                 pairs.append((p, timed[0][1], timed[1][1]))
     assert len(pairs) >= 6
     for p, fast, slow in pairs:
-        keys = [k for k, e in lib.entries.items() if k.endswith("_" + p.layout)]
-        near = sorted((aligned_distance(p, Problem.from_key(k)), k) for k in keys)[:NEIGHBOURS]
+        near = lib.neighbours(p)
         assert model.log_estimate(fast, p, near) < model.log_estimate(slow, p, near), (p.key, fast, slow)

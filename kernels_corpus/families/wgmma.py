@@ -41,6 +41,8 @@ TILES = [
     (128, 128, 2),   # 2 x (64 x 128)
     (128, 128, 1),   # 1 x (128 x 128)
     (128, 64, 1),    # 1 x (128 x 64): more tiles for mid-size problems
+    (64, 256, 1),    # 1 x (64 x 256) and 1 x (64 x 128): M <= 64 (skinny, decode-like), where a 128-row
+    (64, 128, 1),    # tile doubles the tensor work on rows TMA zero-fills; B streams through the same ring
 ]
 STAGES = (3, 4, 5, 6)
 GROUP_M = (8,)
@@ -79,7 +81,7 @@ BOTH_EPILOGUES = [(128, 128, 2)]
 # tile's fp32 accumulators per CTA, once a tile, against a mainloop of K / SPLITK: at K = 4096 and
 # SPLITK = 4, 48 KB against 16 k tiles of 32 KB. Each CTA stores its share of the tile from registers.
 # The two deepest rings that fit beside the reduction buffer.
-SPLIT_TILES = [(128, 128, 1), (128, 64, 1), (128, 128, 2), (256, 128, 2), (128, 256, 2)]
+SPLIT_TILES = [(128, 128, 1), (128, 64, 1), (128, 128, 2), (256, 128, 2), (128, 256, 2), (64, 256, 1), (64, 128, 1)]
 SPLITS = (2, 4, 8)
 # Split-K behind the staged loader, for the same few-tile long-K problems where a row pitch is one TMA
 # refuses (odd K, or odd N in NN: 52 of the shape sample's 255 fitting shapes are such, and 14 of its
@@ -230,7 +232,9 @@ def applicable(p: dict, problem) -> bool:
             return False
     elif refused:
         return False
-    if min(problem.M, problem.N, problem.K) < 64:
+    # A 64-row tile serves any M (TMA zero-fills the rows past it, which cost no DRAM reads): the skinny
+    # problems, bound by streaming B, where the ring keeps a whole SM's loads in flight.
+    if min(problem.N, problem.K) < 64 or (problem.M < 64 and p["bm"] != 64):
         return False
     tiles = -(-problem.M // p["bm"]) * -(-problem.N // p["bn"]) * problem.batch
     # Split-K where the tiles leave a quarter of the SMs idle and K holds 4 k tiles a share. The kernel's

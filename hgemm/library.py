@@ -196,9 +196,15 @@ def tune_results(folder: str | Path) -> dict | None:
 
 def measured_kernels(folder: str | Path | None) -> dict[str, list[tuple[str, float]]]:
     """Library(folder).measured(), or {} for no folder or a folder without a table.json."""
+    library = dispatch_library(folder)
+    return library.measured() if library else {}
+
+
+def dispatch_library(folder: str | Path | None) -> Library | None:
+    """Library(folder), or None for no folder or a folder without a table.json."""
     if not folder or not (Path(folder) / "table.json").is_file():
-        return {}
-    return Library(folder).measured()
+        return None
+    return Library(folder)
 
 
 def runs_on(cand: Candidate, problem: Problem) -> bool:

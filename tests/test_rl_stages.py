@@ -14,7 +14,7 @@ import yaml
 
 from configured import config_files, section, settings
 from conftest import named_kernel
-from hgemm.library import measured_kernels
+from hgemm.library import dispatch_library, measured_kernels
 from hgemm.problem import Problem, load_grid
 from stages.common import build_dataclass, load_stage_config, run_training
 from training import rl_general, rl_hgemm
@@ -175,6 +175,39 @@ def test_contrastive_prompt_shows_best_and_weaker_kernels_never_heldout(tmp_path
         with_context = sum(n > 0 for n in drawn["context_examples"])
         assert all((n > 0) == (t != bare_text) for t, n in zip(drawn["prompt"], drawn["context_examples"]))
         assert {0.0: with_context == 0, 0.5: 70 < with_context < 130, 1.0: with_context == 200}[share], share
+    db.close()
+
+
+def test_a_shape_nothing_measured_ends_on_the_library_choice(tmp_path, tiny_model_dir):
+    tok = load_tokenizer(tiny_model_dir)
+    unseen, seen = Problem(192, 256, 256, 1, "NN", "aligned"), Problem(256, 256, 512, 1, "NN", "aligned")
+    held = Problem(4096, 4096, 4096, 1, "NN", "aligned")
+    db = KernelDB(tmp_path / "k.sqlite")
+    db.record("rl_hgemm", 0, seen.key, "aligned", named_kernel("kernel_best_db"), {"status": "ok", "speedup_vs_best": 1.8},
+              0.0, "policy")
+    folder = _library(tmp_path / "lib", {Problem(128, 256, 256).key: ("near", named_kernel("kernel_near_lib"), 0.6),
+                                         Problem(2048, 2048, 2048).key: ("far", named_kernel("kernel_far_lib"), 1.5),
+                                         held.key: ("held", named_kernel("kernel_heldout_secret"), 9.0)})
+    dispatch = dispatch_library(folder)
+    assert dispatch.lookup(unseen).name == "near"   # the table has no rule: nearest
+    prompts = ContrastivePrompts(db, measured_kernels(folder), {held.key}, tok, 4096, examples=3, nearby_shapes=4,
+                                 prompt_arch="sm_90a", dispatch=dispatch)
+    # unseen: the library's kernel for the shape is the last example, with the speedup it measured where
+    # it was tuned, after the faster kernel of a neighbour
+    text, kept = prompts.prompt(unseen)
+    assert kept == 3 and text.rindex("kernel_near_lib()") > text.rindex("kernel_best_db()") and "0.60x" in text
+    # without a dispatch library the neighbour's fastest kernel comes last
+    plain = ContrastivePrompts(db, measured_kernels(folder), {held.key}, tok, 4096, examples=3, nearby_shapes=4,
+                               prompt_arch="sm_90a")
+    text = plain.prompt(unseen)[0]
+    assert text.rindex("kernel_best_db()") > text.rindex("kernel_near_lib()")
+    # a shape with its own measurement ends on its fastest kernel, dispatch or not
+    text = prompts.prompt(seen)[0]
+    assert text.rstrip().endswith("<|candidate|>") and text.rindex("kernel_best_db()") > text.rindex("kernel_near_lib()")
+    # a held-out shape is never shown its own tuned kernel, nor its speedup
+    text = prompts.prompt(held)[0]
+    assert "kernel_heldout_secret" not in text and "9.00x" not in text and "kernel_far_lib()" in text
+    assert dispatch_library(None) is None and dispatch_library(tmp_path / "absent") is None
     db.close()
 
 

@@ -25,7 +25,7 @@ from typing import Callable
 from hgemm.entry import EvalOptions
 from hgemm.files import atomic_write_text, write_json
 from hgemm.judge import KernelJudge
-from hgemm.library import measured_kernels
+from hgemm.library import dispatch_library, measured_kernels
 from hgemm.problem import Problem, load_grid, select_problems
 from hgemm.summary import geomean
 from training.heldout import heldout_problems
@@ -119,7 +119,7 @@ def context_prompter(settings: SampleSettings, model_dir: str, library_dir: str 
     db = KernelDB(db_path if db_path.is_file() else ":memory:")
     prompts = ContrastivePrompts(db, measured_kernels(library_dir), {p.key for p in heldout}, tokenizer,
                                  settings.max_prompt_length, settings.context_examples, settings.nearby_shapes,
-                                 settings.prompt_arch)
+                                 settings.prompt_arch, dispatch=dispatch_library(library_dir))
 
     def prompt(problem: Problem) -> tuple[str, int]:
         text, kept = prompts.prompt(problem)

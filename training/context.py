@@ -6,7 +6,15 @@ tuned winners and the kernels the tune timed on every shape: hgemm.library.measu
 kernels that fit the prompt and can run its problem are chosen among (a kernel for the other layout,
 or with TMA on rows the shape leaves unaligned, would be a model to copy that fails); the tuned winners
 are device-header renders of 250-332 tokens, so several fit where one 2k-token reference kernel would
-not. Held-out shapes are never shown. rl_hgemm builds each training prompt when it is drawn
+not. Held-out shapes are never shown.
+
+The best example, last, is what the model copies most: on a shape the tune or the kernel database has
+measured, that shape's fastest kernel. On a shape nothing has measured (a held-out shape, any shape off
+the tune grid) it is the library's own choice for the shape (`hgemm.matmul`'s, by the library's
+dispatch rule), shown with the speedup it measured on the nearest tuned shape that timed it, rather
+than the fastest kernel of a neighbour, which can be a poor fit there (split-K on a shape with tiles
+to spare, a tile that wastes most of a last wave). So the prompts of training shapes and of unseen
+ones end on the same thing: the library's kernel for the prompt's shape, to copy or improve on. rl_hgemm builds each training prompt when it is drawn
 (`DrawnPrompts`, a datasets transform), so the context improves as training finds faster kernels; the
 sample stage prompts the final model the same way.
 """
@@ -17,7 +25,7 @@ import random
 from dataclasses import dataclass
 
 from hgemm.candidate import Candidate, parse_candidate
-from hgemm.library import runs_on
+from hgemm.library import Library, runs_on
 from hgemm.problem import Problem
 from training.grpo import prompt_prefix, prompt_tokens
 from training.kerneldb import shape_distance
@@ -46,11 +54,15 @@ class ContrastivePrompts:
     """Builds a problem's prompt from what `db` and `library` hold at that moment.
 
     library: problem key -> [(kernel text, speedup), ...] (hgemm.library.measured_kernels); {} for none.
-    heldout: problem keys whose kernels are never shown."""
+    heldout: problem keys whose kernels are never shown.
+    dispatch: the library whose choice is the best example on a shape nothing has measured; None: the
+    fastest kernel of the nearest shapes instead."""
 
     def __init__(self, db, library: dict[str, list[tuple[str, float]]], heldout: set[str], tokenizer,
-                 max_prompt_length: int, examples: int, nearby_shapes: int, prompt_arch: str):
+                 max_prompt_length: int, examples: int, nearby_shapes: int, prompt_arch: str,
+                 dispatch: Library | None = None):
         self.db = db
+        self.dispatch = dispatch
         self.library = {k: v for k, v in library.items() if k not in heldout}  # held-out shapes stay unseen
         self.heldout = heldout
         self.tokenizer = tokenizer
@@ -76,14 +88,36 @@ class ContrastivePrompts:
         cand = self._candidates[text]
         return cand is not None and runs_on(cand, problem)
 
-    def examples(self, problem: Problem, budget: int | None = None) -> list[tuple[str, float]]:
+    def _measured_here(self, problem: Problem) -> bool:
+        """Whether the prompt may show a kernel measured on the problem's own shape."""
+        return problem.key not in self.heldout and (problem.key in self.library or bool(self.db.top_k(problem.key, 1)))
+
+    def _library_choice(self, problem: Problem, budget: int | None) -> tuple[str, float | None] | None:
+        """(text, speedup) of the dispatch library's kernel for the problem: the speedup it measured on the
+        nearest tuned shape that timed it (None where none did, as for the fallback kernel)."""
+        choice = self.dispatch.lookup(problem)
+        if choice.how == "exact" and problem.key in self.heldout:
+            return None  # a held-out shape's own tuned kernel is never shown
+        text = (self.dispatch.path / "kernels" / f"{choice.name}.cu").read_text()
+        if (budget is not None and not self._fits(text, budget)) or not self._runs_on(text, problem):
+            return None
+        measured = sorted((d, speedup) for key, kernels in self.library.items() for t, speedup in kernels
+                          if t == text and (d := shape_distance(problem, key)) is not None)
+        return text, measured[0][1] if measured else None
+
+    def examples(self, problem: Problem, budget: int | None = None) -> list[tuple[str, float | None]]:
         """(text, speedup) pairs, weakest first, best last (closest to where the answer starts). With a
         token budget, only kernels that fit it on their own are candidates, so the contrast is chosen
         among what can be shown: a kernel longer than the budget is skipped rather than leaving no
         context at all (the reference mma_pipelined.cu alone is 2155 tokens)."""
+        anchor = None
+        if self.dispatch is not None and self.n_examples >= 1 and not self._measured_here(problem):
+            anchor = self._library_choice(problem, budget)
         pool: dict[str, tuple[str, float]] = {}  # text -> (text, speedup); the best measurement per text
 
         def add(text: str, speedup: float) -> None:
+            if anchor is not None and text == anchor[0]:
+                return
             if budget is not None and not self._fits(text, budget):
                 return
             if not self._runs_on(text, problem):
@@ -102,14 +136,15 @@ class ContrastivePrompts:
                 for text, speedup in self.library[key]:
                     add(text, speedup)
         ranked = sorted(pool.values(), key=lambda ts: -ts[1])
-        if not ranked or self.n_examples < 1:
-            return []
+        slots = self.n_examples - (anchor is not None)
+        if not ranked or slots < 1:
+            return [anchor] if anchor else []
         rest = ranked[1:]
-        want = min(len(rest), self.n_examples - 1)
+        want = min(len(rest), slots - 1)
         # weaker examples spread over the rest, so the contrast spans good to poor
         picks = [rest[round(i * (len(rest) - 1) / max(1, want - 1))] for i in range(want)] if want else []
         chosen = list(dict.fromkeys([ranked[0], *picks]))
-        return sorted(chosen, key=lambda ts: ts[1])
+        return sorted(chosen, key=lambda ts: ts[1]) + ([anchor] if anchor else [])
 
     def bare(self, problem: Problem) -> str:
         """The prompt without context."""

@@ -45,7 +45,7 @@ from datasets import Dataset
 from transformers.trainer_utils import get_last_checkpoint
 
 from hgemm.files import write_json
-from hgemm.library import measured_kernels
+from hgemm.library import dispatch_library, measured_kernels
 from hgemm.problem import Problem
 from kernels_corpus.verbatim import CorpusKernels
 from training.context import ContextSettings, ContrastivePrompts, DrawnPrompts
@@ -210,7 +210,8 @@ class HgemmRL:
         db = KernelDB(Path(self.work_dir) / "kernels.sqlite")
         prompts = ContrastivePrompts(db, library if s.context.use_library else {}, heldout_keys, tokenizer,
                                      s.grpo["max_prompt_length"], s.context.examples, s.context.nearby_shapes,
-                                     s.context.prompt_arch)
+                                     s.context.prompt_arch,
+                                     dispatch=dispatch_library(self.library_dir) if s.context.use_library else None)
         dataset = build_dataset(train, s.shapes).with_transform(DrawnPrompts(prompts, s.context.share, s.context.seed))
 
         # The held-out curve: every grpo.eval_steps steps, held-out shapes with the context training

@@ -21,6 +21,7 @@ from training.rewards import (
     KernelReward,
     RewardSettings,
     class_rewards,
+    group_floor,
     lower_verdict,
     needs_recheck,
     problems_from_json,
@@ -94,6 +95,35 @@ def test_classes_are_ordered_and_speedup_is_a_clipped_log():
     assert r(ok(1e-9)) > r({"status": "wrong"})  # the slowest correct kernel still beats a wrong one
     assert r({"status": "harness_error"}) == r({"status": "wrong"})  # never rewarded for our blind spot
     assert all(v < 0 for k, v in class_rewards(s).items() if k != "compiled")
+
+
+def test_the_failure_gap_puts_a_groups_failures_just_below_its_slowest_verified_kernel():
+    s = reward_settings(clip=2.0, step=0.5)
+    verdicts = [ok(2.0), ok(0.5), {"status": "wrong"}, {"status": "parse_error"},   # group a: mixed
+                {"status": "compile_error"}, {"status": "parse_error"},             # group b: failures only
+                ok(1.0)]                                                            # group c: one verified
+    groups = ["a", "a", "a", "a", "b", "b", "c"]
+    rewards = [verdict_reward(v, s) for v in verdicts]
+    floored = group_floor(rewards, verdicts, groups, 0.5)
+    assert floored[:2] == rewards[:2] and floored[2] == floored[3] == pytest.approx(math.log(0.5) - 0.5)
+    assert floored[4:6] == rewards[4:6]   # no verified kernel in the group: the ladder, format first
+    assert floored[6] == rewards[6] == 0.0
+    # the group's order is kept: every failure below every verified kernel of its group
+    assert max(floored[2:4]) < min(floored[:2])
+    with pytest.raises(ValueError, match="failure_gap"):
+        reward_settings(failure_gap=0.0)
+
+
+@needs_nvcc
+def test_scoring_applies_the_failure_gap_per_prompt(tmp_path):
+    judge, _ = gpu_judge([ok(2.0), {"status": "wrong", "error": "mismatch"}] * 2)
+    reward = reward_fn(judge, tmp_path, recheck_above=None, failure_gap=0.5)
+    args = ([NAIVE, NAIVE.replace("row", "r0w")], [problems_to_json([Problem(64, 64, 64)])] * 2, ["k"] * 2, ["edge"] * 2)
+    same, _ = reward.score(*args, groups=["p", "p"])
+    apart, _ = reward.score(*args, groups=["p", "q"])
+    reward.close()
+    assert same == [pytest.approx(math.log(2.0)), pytest.approx(math.log(2.0) - 0.5)]
+    assert apart == [pytest.approx(math.log(2.0)), class_rewards(reward_settings())["wrong"]]
 
 
 def test_recheck_rule_keeps_the_lower_result():

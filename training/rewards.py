@@ -15,6 +15,13 @@ memory, TMA boxes or cluster shape of another variant: kernels_corpus.families.c
 `parse_error` named so, without a compile or a launch: it can only run by luck of the shape (an
 under-allocated ring is never touched when K is short).
 
+In a GRPO group that holds a verified kernel, `failure_gap` (when set) lifts every failure to that far
+below the group's slowest verified kernel. The group's ranking is the same, but after standardising,
+a speed difference among the verified kernels weighs as much as the failure gap: with the fixed
+ladder a failure sits 2.5-4 below zero at clip 2, beyond the verified kernels' whole spread (log
+speedup p10-p90 -1.3 to 0.14 in benchmarks/rl_runs), and in a mixed group the advantage is then
+mostly "verified or not". A group without a verified kernel keeps the ladder (format first).
+
 On a machine without a GPU the judge says `compiled` for a kernel that parsed and compiled; it gets
 `compiled_reward` (above every failure), and the logged metrics say the reward covered parse+compile
 only.
@@ -59,10 +66,15 @@ class RewardSettings:
     # a GRPO group whose completions all fail to parse (a fresh model's usual case) still has
     # variance to learn from. Kept below `step`, so no parse error ever outscores a compile error.
     format_shaping: float
+    # In a group (one prompt's completions) with a verified kernel, every failure scores this far below
+    # the group's slowest verified kernel (group_floor). null: the fixed ladder everywhere.
+    failure_gap: float | None = None
 
     def __post_init__(self):
         if self.clip <= 0 or self.step <= 0:
             raise ValueError("reward.clip and reward.step must be positive")
+        if self.failure_gap is not None and self.failure_gap <= 0:
+            raise ValueError("reward.failure_gap must be positive or null")
         if not 0 <= self.format_shaping < self.step:
             raise ValueError("reward.format_shaping must be in [0, step)")
 
@@ -103,6 +115,17 @@ def verdict_reward(verdict: dict, s: RewardSettings, text: str | None = None) ->
         return max(-s.clip, min(s.clip, math.log(speedup)))
     table = class_rewards(s)
     return table.get(status, table["parse_error"])
+
+
+def group_floor(rewards: list[float], verdicts: list[dict], groups: list, gap: float) -> list[float]:
+    """The rewards with every failure of a group that holds a verified kernel set to `gap` below that
+    group's slowest verified kernel; groups[i] names completion i's group (its prompt)."""
+    slowest: dict = {}
+    for r, v, g in zip(rewards, verdicts, groups):
+        if v.get("status") == "ok":
+            slowest[g] = min(r, slowest.get(g, r))
+    return [slowest[g] - gap if v.get("status") != "ok" and g in slowest else r
+            for r, v, g in zip(rewards, verdicts, groups)]
 
 
 def needs_recheck(verdict: dict, s: RewardSettings) -> bool:
@@ -202,7 +225,8 @@ class KernelReward:
         loop = asyncio.get_running_loop()
         rewards, metrics = await loop.run_in_executor(
             self._executor, self.score, completions, problems, problem_key, shape_class, step, context_examples,
-            bool(heldout) and any(heldout))  # any: a held-out row is never counted as trained on
+            bool(heldout) and any(heldout),  # any: a held-out row is never counted as trained on
+            [_as_text(p) for p in prompts])  # a GRPO group: one prompt's completions
         if log_metric is not None:
             for name, value in metrics.items():
                 log_metric(name, value)
@@ -210,15 +234,18 @@ class KernelReward:
 
     def score(self, completions: list, problems: list[str], problem_key: list[str], shape_class: list[str],
               step: int = 0, context_examples: list[int] | None = None,
-              heldout: bool = False) -> tuple[list[float], dict[str, float]]:
+              heldout: bool = False, groups: list | None = None) -> tuple[list[float], dict[str, float]]:
         """Judge a batch (all completions together), reward, record; (rewards, metrics). A held-out batch
-        (the evaluation's) is recorded under `<stage>_heldout`, so that nothing counts it as trained on."""
+        (the evaluation's) is recorded under `<stage>_heldout`, so that nothing counts it as trained on.
+        groups: each completion's GRPO group, for reward.failure_gap (None: no groups)."""
         texts = [completion_to_candidate(_as_text(c)) for c in completions]
         plists = [problems_from_json(p) for p in problems]
         began = time.perf_counter()
         verdicts = self.judge_batch(texts, plists)
         judge_seconds = time.perf_counter() - began
         rewards = [verdict_reward(v, self.settings, t) for v, t in zip(verdicts, texts)]
+        if self.settings.failure_gap is not None and groups is not None:
+            rewards = group_floor(rewards, verdicts, groups, self.settings.failure_gap)
         self.last_verdicts = verdicts
         self._record(texts, plists, verdicts, rewards, problem_key, shape_class, step,
                      f"{self.stage}_heldout" if heldout else self.stage)

@@ -23,6 +23,7 @@ worst, never wrong; its launch spec is still checked against the shape before it
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from dataclasses import dataclass
@@ -119,6 +120,13 @@ class Library:
             raise ValueError(f"{self.path}: dispatch {self.dispatch!r} is not one of {', '.join(DISPATCH_RULES)}")
         self._candidates: dict[str, Candidate] = {}
         self._cost: CostModel | None = None
+
+    def without(self, keys) -> Library:
+        """This library less the entries of `keys`: neither chosen, nor a neighbour, nor in the cost fit."""
+        lib = copy.copy(self)
+        lib.entries = {k: e for k, e in self.entries.items() if k not in set(keys)}
+        lib._cost = None
+        return lib
 
     def cost_model(self) -> CostModel:
         """hgemm.cost's model fitted to every kernel time the entries' tunes measured (fitted once)."""

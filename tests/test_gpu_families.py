@@ -38,7 +38,9 @@ def sample(n_per_family: int, seed: int = 0) -> list[tuple[str, str]]:
             # the epilogue through shared memory (storer warps), on each kind of tile and loader
             chosen += [p for p in fam.EPILOGUE_SMEM_PROBE if p not in chosen]
             # the 64-row tiles, whose rows past M are most of the tile on the skinny problems they serve
-            chosen += [p for p in params if p["bm"] == 64 and p.get("split_k", 1) == 1 and p not in chosen][:2]
+            for bn in {p["bn"] for p in params if p["bm"] == 64}:
+                first = next(p for p in params if p["bm"] == 64 and p["bn"] == bn and p.get("split_k", 1) == 1)
+                chosen += [first] if first not in chosen else []
             # cluster split-K: each tile and split once (the reduce-scatter's slots and row groups
             # differ with both; K = 1 and K tails leave some shares empty)
             for tile_split in {(p["bm"], p["bn"], p["consumers"], p["split_k"]) for p in split}:

@@ -115,15 +115,29 @@ def test_the_failure_gap_puts_a_groups_failures_just_below_its_slowest_verified_
 
 
 @needs_nvcc
-def test_scoring_applies_the_failure_gap_per_prompt(tmp_path):
-    judge, _ = gpu_judge([ok(2.0), {"status": "wrong", "error": "mismatch"}] * 2)
-    reward = reward_fn(judge, tmp_path, recheck_above=None, failure_gap=0.5)
-    args = ([NAIVE, NAIVE.replace("row", "r0w")], [problems_to_json([Problem(64, 64, 64)])] * 2, ["k"] * 2, ["edge"] * 2)
-    same, _ = reward.score(*args, groups=["p", "p"])
-    apart, _ = reward.score(*args, groups=["p", "q"])
-    reward.close()
-    assert same == [pytest.approx(math.log(2.0)), pytest.approx(math.log(2.0) - 0.5)]
-    assert apart == [pytest.approx(math.log(2.0)), class_rewards(reward_settings())["wrong"]]
+def test_the_reward_function_floors_failures_within_trls_groups_of_consecutive_completions(tmp_path):
+    import asyncio
+
+    wrong = {"status": "wrong", "error": "mismatch"}
+    texts = [NAIVE, NAIVE + "\n// a", NAIVE + "\n// b", NAIVE + "\n// c"]
+    columns = dict(problems=[problems_to_json([Problem(64, 64, 64)])] * 4, problem_key=["k"] * 4, shape_class=["edge"] * 4)
+    ladder = class_rewards(reward_settings())["wrong"]
+
+    def rewards(group_size, **extra):
+        judge, _ = gpu_judge([ok(2.0), wrong, ok(0.5), wrong])
+        reward = KernelReward(judge, KernelDB(tmp_path / f"k{len(extra)}{group_size}.sqlite"),
+                              reward_settings(recheck_above=None, failure_gap=0.5), "test", group_size=group_size)
+        try:  # one prompt string for all four: a group is a position, as TRL forms them, not a prompt
+            return asyncio.run(reward(prompts=["P"] * 4, completions=texts, **columns, **extra))
+        finally:
+            reward.close()
+
+    assert rewards(2) == [pytest.approx(math.log(2.0)), pytest.approx(math.log(2.0) - 0.5),
+                          pytest.approx(math.log(0.5)), pytest.approx(math.log(0.5) - 0.5)]
+    # one group of four: both failures under its slowest verified kernel
+    assert rewards(4)[1] == rewards(4)[3] == pytest.approx(math.log(0.5) - 0.5)
+    # a share that is not whole groups (another process holds the rest), and the held-out evaluation: the ladder
+    assert rewards(3)[1] == rewards(2, heldout=[True] * 4)[1] == ladder
 
 
 def test_recheck_rule_keeps_the_lower_result():

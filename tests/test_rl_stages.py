@@ -181,7 +181,7 @@ def test_contrastive_prompt_shows_best_and_weaker_kernels_never_heldout(tmp_path
 def test_a_shape_nothing_measured_ends_on_the_library_choice(tmp_path, tiny_model_dir):
     tok = load_tokenizer(tiny_model_dir)
     unseen, seen = Problem(192, 256, 256, 1, "NN", "aligned"), Problem(256, 256, 512, 1, "NN", "aligned")
-    held = Problem(4096, 4096, 4096, 1, "NN", "aligned")
+    held, held2 = Problem(4096, 4096, 4096, 1, "NN", "aligned"), Problem(4096, 4096, 4160, 1, "NN", "aligned")
     db = KernelDB(tmp_path / "k.sqlite")
     db.record("rl_hgemm", 0, seen.key, "aligned", named_kernel("kernel_best_db"), {"status": "ok", "speedup_vs_best": 1.8},
               0.0, "policy")
@@ -190,8 +190,8 @@ def test_a_shape_nothing_measured_ends_on_the_library_choice(tmp_path, tiny_mode
                                          held.key: ("held", named_kernel("kernel_heldout_secret"), 9.0)})
     dispatch = dispatch_library(folder)
     assert dispatch.lookup(unseen).name == "near"   # the table has no rule: nearest
-    prompts = ContrastivePrompts(db, measured_kernels(folder), {held.key}, tok, 4096, examples=3, nearby_shapes=4,
-                                 prompt_arch="sm_90a", dispatch=dispatch)
+    prompts = ContrastivePrompts(db, measured_kernels(folder), {held.key, held2.key}, tok, 4096, examples=3,
+                                 nearby_shapes=4, prompt_arch="sm_90a", dispatch=dispatch)
     # unseen: the library's kernel for the shape is the last example, with the speedup it measured where
     # it was tuned, after the faster kernel of a neighbour
     text, kept = prompts.prompt(unseen)
@@ -204,9 +204,13 @@ def test_a_shape_nothing_measured_ends_on_the_library_choice(tmp_path, tiny_mode
     # a shape with its own measurement ends on its fastest kernel, dispatch or not
     text = prompts.prompt(seen)[0]
     assert text.rstrip().endswith("<|candidate|>") and text.rindex("kernel_best_db()") > text.rindex("kernel_near_lib()")
-    # a held-out shape is never shown its own tuned kernel, nor its speedup
-    text = prompts.prompt(held)[0]
-    assert "kernel_heldout_secret" not in text and "9.00x" not in text and "kernel_far_lib()" in text
+    # a held-out shape is never shown a held-out shape's tuned kernel (its own, or as another's choice or
+    # neighbour), nor its speedup: its last example is the library's choice from the other shapes
+    for problem in (held, held2):
+        text = prompts.prompt(problem)[0]
+        assert "kernel_heldout_secret" not in text and "9.00x" not in text
+        assert text.rindex("kernel_far_lib()") > text.rindex("kernel_near_lib()")
+    assert dispatch.lookup(held).name == "held"   # the library itself is left whole
     assert dispatch_library(None) is None and dispatch_library(tmp_path / "absent") is None
     db.close()
 

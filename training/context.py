@@ -14,9 +14,13 @@ the tune grid) it is the library's own choice for the shape (`hgemm.matmul`'s, b
 dispatch rule), shown with the speedup it measured on the nearest tuned shape that timed it, rather
 than the fastest kernel of a neighbour, which can be a poor fit there (split-K on a shape with tiles
 to spare, a tile that wastes most of a last wave). So the prompts of training shapes and of unseen
-ones end on the same thing: the library's kernel for the prompt's shape, to copy or improve on. rl_hgemm builds each training prompt when it is drawn
-(`DrawnPrompts`, a datasets transform), so the context improves as training finds faster kernels; the
-sample stage prompts the final model the same way.
+ones end on the same thing: the library's kernel for the prompt's shape, to copy or improve on. It
+comes last whatever that speedup (the others stay weakest first), and the library it is chosen from
+holds no held-out shape (`Library.without`).
+
+rl_hgemm builds each training prompt when it is drawn (`DrawnPrompts`, a datasets transform), so the
+context improves as training finds faster kernels; the sample stage prompts the final model the same
+way.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ class ContrastivePrompts:
                  max_prompt_length: int, examples: int, nearby_shapes: int, prompt_arch: str,
                  dispatch: Library | None = None):
         self.db = db
-        self.dispatch = dispatch
+        self.dispatch = dispatch.without(heldout) if dispatch is not None else None  # held-out shapes stay unseen
         self.library = {k: v for k, v in library.items() if k not in heldout}  # held-out shapes stay unseen
         self.heldout = heldout
         self.tokenizer = tokenizer
@@ -96,8 +100,6 @@ class ContrastivePrompts:
         """(text, speedup) of the dispatch library's kernel for the problem: the speedup it measured on the
         nearest tuned shape that timed it (None where none did, as for the fallback kernel)."""
         choice = self.dispatch.lookup(problem)
-        if choice.how == "exact" and problem.key in self.heldout:
-            return None  # a held-out shape's own tuned kernel is never shown
         text = (self.dispatch.path / "kernels" / f"{choice.name}.cu").read_text()
         if (budget is not None and not self._fits(text, budget)) or not self._runs_on(text, problem):
             return None
@@ -106,7 +108,8 @@ class ContrastivePrompts:
         return text, measured[0][1] if measured else None
 
     def examples(self, problem: Problem, budget: int | None = None) -> list[tuple[str, float | None]]:
-        """(text, speedup) pairs, weakest first, best last (closest to where the answer starts). With a
+        """(text, speedup) pairs, weakest first, best last (closest to where the answer starts; on a shape
+        nothing has measured, the library's choice last). With a
         token budget, only kernels that fit it on their own are candidates, so the contrast is chosen
         among what can be shown: a kernel longer than the budget is skipped rather than leaving no
         context at all (the reference mma_pipelined.cu alone is 2155 tokens)."""

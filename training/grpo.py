@@ -344,7 +344,7 @@ def train_and_save(model, tokenizer, dataset, grpo: dict, judge, db, reward_cfg,
     that recite a corpus document; with `eval_dataset` (rows marked `heldout`) TRL's evaluation every
     grpo.eval_steps steps, judged like training and recorded apart (KernelReward). Returns
     train_grpo's summary without the trainer."""
-    reward = KernelReward(judge, db, reward_cfg, stage, verbatim=verbatim)
+    reward = KernelReward(judge, db, reward_cfg, stage, verbatim=verbatim, group_size=grpo["num_generations"])
     try:
         summary = train_grpo(model, tokenizer, reward, dataset, grpo, work_dir, resumable,
                              curves_path=out / "curves.json", eval_dataset=eval_dataset)

@@ -15,12 +15,14 @@ memory, TMA boxes or cluster shape of another variant: kernels_corpus.families.c
 `parse_error` named so, without a compile or a launch: it can only run by luck of the shape (an
 under-allocated ring is never touched when K is short).
 
-In a GRPO group that holds a verified kernel, `failure_gap` (when set) lifts every failure to that far
-below the group's slowest verified kernel. The group's ranking is the same, but after standardising,
+In a GRPO group (TRL's: `num_generations` consecutive completions of one prompt) that holds a verified
+kernel, `failure_gap` (when set) lifts every failure to that far below the group's slowest verified
+kernel. The group's ranking is the same, but after standardising,
 a speed difference among the verified kernels weighs as much as the failure gap: with the fixed
 ladder a failure sits 2.5-4 below zero at clip 2, beyond the verified kernels' whole spread (log
 speedup p10-p90 -1.3 to 0.14 in benchmarks/rl_runs), and in a mixed group the advantage is then
-mostly "verified or not". A group without a verified kernel keeps the ladder (format first).
+mostly "verified or not". A group without a verified kernel keeps the ladder (format first), and so
+does the held-out evaluation, whose reward is a curve, not a training signal.
 
 On a machine without a GPU the judge says `compiled` for a kernel that parsed and compiled; it gets
 `compiled_reward` (above every failure), and the logged metrics say the reward covered parse+compile
@@ -206,8 +208,9 @@ class KernelReward:
     """
 
     def __init__(self, judge, db: KernelDB, settings: RewardSettings, stage: str, source: str = "policy",
-                 verbatim=None):
+                 verbatim=None, group_size: int | None = None):
         self.judge = judge
+        self.group_size = group_size  # GRPO's num_generations: a training batch's groups, for failure_gap
         self.verbatim = verbatim  # kernels_corpus.verbatim.CorpusKernels: completions that recite the corpus
         self.db = db
         self.settings = settings
@@ -222,11 +225,16 @@ class KernelReward:
     async def __call__(self, prompts, completions, problems, problem_key, shape_class, trainer_state=None,
                        log_metric=None, context_examples=None, heldout=None, **_):
         step = int(getattr(trainer_state, "global_step", 0) or 0)
+        held = bool(heldout) and any(heldout)  # any: a held-out row is never counted as trained on
+        # TRL's groups are consecutive, and a process's share of the generation batch is a contiguous slice:
+        # whole groups exactly when its length is a multiple of num_generations
+        n = len(completions)
+        whole = bool(self.group_size) and n % self.group_size == 0
+        groups = [i // self.group_size for i in range(n)] if whole and not held else None
         loop = asyncio.get_running_loop()
         rewards, metrics = await loop.run_in_executor(
             self._executor, self.score, completions, problems, problem_key, shape_class, step, context_examples,
-            bool(heldout) and any(heldout),  # any: a held-out row is never counted as trained on
-            [_as_text(p) for p in prompts])  # a GRPO group: one prompt's completions
+            held, groups)
         if log_metric is not None:
             for name, value in metrics.items():
                 log_metric(name, value)

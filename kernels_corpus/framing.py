@@ -77,6 +77,12 @@ def _format_context(context: Sequence[tuple[str, float | None]]) -> str:
     return "\n".join(parts)
 
 
+def shown_kernels(prompt: str) -> list[str]:
+    """The kernels a prompt shows (its context examples or seed solution), in order, as `_fenced` wrote
+    them: the last is the one nearest the answer."""
+    return [block.split("\n```", 1)[0] for block in prompt.split("```cuda\n")[1:]]
+
+
 def reference_block(text: str) -> str:
     """A general task's seed solution as rl_general shows it in the prompt (after the task text)."""
     return f"{REFERENCE_INTRO}\n{_fenced(text)}"

@@ -88,13 +88,20 @@ def test_report_cpu_only_says_nothing_was_timed_first(tmp_path):
     sample = tmp_path / "sample"  # how the model's kernels were drawn is said beside them
     sample.mkdir()
     (sample / "metrics.json").write_text(json.dumps({"k": 4, "shapes": 5, "prompts": "contrastive context",
-                                                     "prompts_with_context": 3}))
+                                                     "prompts_with_context": 3, "heldout_shapes": 2,
+                                                     "distinct_kernels_per_shape": 2.5,
+                                                     "heldout_distinct_kernels_per_shape": 1.5,
+                                                     "samples_copying_an_example": 7,
+                                                     "shapes_sampling_the_last_example": 4,
+                                                     "heldout_shapes_sampling_the_last_example": 1}))
     out = tmp_path / "report"
     assert report_stage.main(["--config", _config(tmp_path), "--bench", str(bench), "--sample", str(sample),
                               "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
     html = (out / "report.html").read_text()
     assert "best of 4 samples from contrastive context prompts (3 of 5 shapes had context examples)" in md
+    assert ("A shape's 4 samples hold 2.5 distinct kernels on average (1.5 on held-out shapes); 7 samples write "
+            "out a kernel their prompt shows, and on 4 of 5 shapes (1 of 2 held out)") in md
     # the banner comes before any section
     assert re.search(r"\A# Test report\n\n> \*\*Nothing was timed", md)
     assert html.index("class='banner'") < html.index("<h2>")

@@ -81,6 +81,26 @@ def test_run_sample_on_cpu_keeps_a_compiled_best(tmp_path):
     assert "/*@launch" in text and "junk" not in text
 
 
+def test_run_sample_says_how_varied_the_samples_are_and_what_they_copy(tmp_path):
+    from training.prompts import format_problem_prompt
+
+    held = tmp_path / "heldout.json"
+    held.write_text(json.dumps({"heldout": [{"M": 96, "N": 96, "K": 96, "batch": 1, "layout": "TN"}]}))
+    # the fake model writes the prompt's last kernel out again (and one junk completion)
+    prompter = lambda p: (format_problem_prompt(p, context=[("weaker()", 0.3), (NAIVE.strip(), 0.9)]), 2)  # noqa: E731
+    m = run_sample(settings(SampleSettings, "sample", grid=SMOKE_GRID, classes=["batched_small"], k=2), _fake_generate,
+                   str(held), str(tmp_path / "sample"), prompter=prompter)
+    assert m["distinct_kernels_per_shape"] == m["heldout_distinct_kernels_per_shape"] == 2
+    assert m["samples_copying_an_example"] == 2 and m["heldout_samples_copying_an_example"] == 1
+    assert m["shapes_sampling_the_last_example"] == 2 and m["heldout_shapes_sampling_the_last_example"] == 1
+    records = [json.loads(line) for line in (tmp_path / "sample" / "samples.jsonl").read_text().splitlines()]
+    assert [(r["copies_example"], r["examples_shown"]) for r in records] == [(0, 2), (2, 2)] * 2
+    # bare prompts show nothing to copy
+    bare = run_sample(settings(SampleSettings, "sample", grid=SMOKE_GRID, classes=["batched_small"], k=2),
+                      _fake_generate, str(held), str(tmp_path / "bare"))
+    assert bare["samples_copying_an_example"] == 0 and bare["shapes_sampling_the_last_example"] == 0
+
+
 def _library(tmp_path) -> Path:
     """A kernel library as stages.tune leaves it on a CPU: an empty table and the fallback kernel."""
     lib = tmp_path / "tune"

@@ -31,7 +31,7 @@ from hgemm.summary import geomean
 from training.heldout import heldout_problems
 from training.kerneldb import KernelDB
 from training.probe import generation_prompt
-from training.prompts import completion_to_candidate, format_problem_prompt
+from training.prompts import completion_to_candidate, format_problem_prompt, shown_kernels
 
 log = logging.getLogger("training.best_of_k")
 
@@ -157,15 +157,20 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
     best_dir = out / "best"
     best_dir.mkdir(parents=True, exist_ok=True)
     records, best = [], {}
-    for (p, held), per, kept in zip(problems, completions, context_kept):
+    for (p, held), per, kept, prompt in zip(problems, completions, context_kept, prompts):
         start = len(records)
         shape_verdicts = verdicts[start:start + len(per)]
         chosen = best_index(shape_verdicts)
+        shown = shown_kernels(prompt)
         for j, (completion, v) in enumerate(zip(per, shape_verdicts)):
             r0 = v["results"][0] if v.get("results") else {}
+            text = texts[start + j].strip()
             records.append({
                 "problem": p.key, "shape_class": p.shape_class, "heldout": held, "index": j, "best": j == chosen,
                 "context_examples": kept,
+                # which of the prompt's kernels the candidate writes out again (1 = the first shown, 0: none)
+                "copies_example": next((i for i, k in enumerate(shown, 1) if k.strip() == text), 0),
+                "examples_shown": len(shown),
                 "status": v["status"], "error": (v.get("error") or "")[:2000],
                 "speedup_vs_best": v.get("speedup_vs_best"), "speedup_vs_cublas": v.get("speedup_vs_cublas"),
                 "time_us": r0.get("time_us"), "best_baseline": r0.get("best_baseline"),
@@ -206,8 +211,27 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
         "verbatim_corpus_samples": sum(r["verbatim"] is not None for r in records) if verbatim is not None else None,
         "verbatim_corpus_best": (sum(r["verbatim"] is not None for r in records if r["best"])
                                  if verbatim is not None else None),
+        **copying_metrics(records),
         "wall_s": time.time() - t0,
     }
+
+
+def copying_metrics(records: list[dict]) -> dict:
+    """How varied a shape's k samples are and what they copy from the prompt: the distinct candidate
+    texts a shape (best of k is best of that many), the samples that write out one of the prompt's
+    kernels, and the shapes where some sample writes out the last one (the shape's own fastest kernel,
+    or the library's choice for an unseen shape: training/context.py). Overall and on held-out shapes."""
+    out = {}
+    for scope, rows in (("", records), ("heldout_", [r for r in records if r["heldout"]])):
+        shapes: dict[str, list[dict]] = {}
+        for r in rows:
+            shapes.setdefault(r["problem"], []).append(r)
+        out[f"{scope}distinct_kernels_per_shape"] = (
+            sum(len({r["candidate"].strip() for r in rs}) for rs in shapes.values()) / len(shapes) if shapes else None)
+        out[f"{scope}samples_copying_an_example"] = sum(r["copies_example"] > 0 for r in rows)
+        out[f"{scope}shapes_sampling_the_last_example"] = sum(
+            any(r["examples_shown"] and r["copies_example"] == r["examples_shown"] for r in rs) for rs in shapes.values())
+    return out
 
 
 def sampled_kernels(samples_dir: str | Path) -> dict[str, tuple[Problem, str]]:

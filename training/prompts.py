@@ -21,11 +21,13 @@ from kernels_corpus.framing import (
     format_problem_prompt,
     format_training_example,
     reference_block,
+    shown_kernels,
 )
 
 # the corpus's format, named here for the training modules, and the cut back to a candidate
 __all__ = ["CANDIDATE_TOKEN", "END_TOKEN", "PROBLEM_TOKEN", "REFERENCE_INTRO", "SPECIAL_TOKENS",
-           "completion_to_candidate", "format_problem_prompt", "format_training_example", "reference_block"]
+           "completion_to_candidate", "format_problem_prompt", "format_training_example", "reference_block",
+           "shown_kernels"]
 
 
 def completion_to_candidate(completion: str) -> str:

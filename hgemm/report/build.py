@@ -92,6 +92,15 @@ def bench_sections(doc: list, results: dict | None, settings: ReportSettings, so
         doc.append(("p", f"{sample['verbatim_corpus_samples']} of the {sample.get('samples', '?')} sampled kernels are a "
                          f"corpus document's kernel character for character, {sample['verbatim_corpus_best']} of the "
                          f"{sample.get('shapes_with_best', '?')} kept as a shape's best."))
+    if sample and sample.get("distinct_kernels_per_shape") is not None:
+        held = sample.get("heldout_distinct_kernels_per_shape")
+        doc.append(("p", f"A shape's {sample.get('k', '?')} samples hold {sample['distinct_kernels_per_shape']:.1f} "
+                         "distinct kernels on average" + (f" ({held:.1f} on held-out shapes)" if held is not None else "")
+                         + f"; {sample.get('samples_copying_an_example', 0)} samples write out a kernel their prompt "
+                         f"shows, and on {sample.get('shapes_sampling_the_last_example', 0)} of "
+                         f"{sample.get('shapes', '?')} shapes ({sample.get('heldout_shapes_sampling_the_last_example', 0)} "
+                         f"of {sample.get('heldout_shapes', '?')} held out) some sample writes out the last one "
+                         "(the shape's own fastest kernel, or the library's choice where nothing measured the shape)."))
     speedups = [r["speedup_vs_best"] for r in rows if r["speedup_vs_best"]]
     if timed and speedups:
         # Name whose kernels these are: the model's where it has a verified one, else the seed library's.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The seed library tuned over the default grid on one H200 (~350 s; the timeouts add up to 560 s):
+# The seed library tuned over the default grid on one H200 (~400 s; the timeouts add up to 620 s):
 #   1. the family GPU tests: edge shapes (odd N among them), NN and TN;
 #   2. the plain TMA kernel on aligned shapes that differ only in row pitch (16-byte against 128-byte
 #      multiples, benchmarks/row_pitch/pitch_grid.yaml; PITCH=0 skips it): benchmarks/row_pitch/;
@@ -14,7 +14,7 @@ TILES=${1:-2}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
 # In order of what must not be lost if the run is cut short: the tune writes nothing until it ends, so
 # the cheap steps go first and torch.compile's autotuning (the most variable) last.
-timeout 60 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_families.py 2>&1 \
+timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_families.py 2>&1 \
   | grep -v "PyCUDA WARNING\|failed: an illegal" | tee "$OUT/pytest_gpu_families.log" | tail -3
 if [ "${PITCH:-1}" = 1 ]; then
 mkdir -p /tmp/pitch_kernels

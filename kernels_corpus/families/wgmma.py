@@ -41,8 +41,9 @@ TILES = [
     (128, 128, 2),   # 2 x (64 x 128)
     (128, 128, 1),   # 1 x (128 x 128)
     (128, 64, 1),    # 1 x (128 x 64): more tiles for mid-size problems
-    (64, 256, 1),    # 1 x (64 x 256) and 1 x (64 x 128): M <= 64 (skinny, decode-like), where a 128-row
+    (64, 256, 1),    # 1 x (64 x 256), 1 x (64 x 128): M <= 64 (skinny, decode-like), where a 128-row
     (64, 128, 1),    # tile doubles the tensor work on rows TMA zero-fills; B streams through the same ring
+    (64, 64, 1),     # 1 x (64 x 64): tiny batched problems, and with split-K the few-tile long-K ones
 ]
 STAGES = (3, 4, 5, 6)
 GROUP_M = (8,)
@@ -81,7 +82,10 @@ BOTH_EPILOGUES = [(128, 128, 2)]
 # tile's fp32 accumulators per CTA, once a tile, against a mainloop of K / SPLITK: at K = 4096 and
 # SPLITK = 4, 48 KB against 16 k tiles of 32 KB. Each CTA stores its share of the tile from registers.
 # The two deepest rings that fit beside the reduction buffer.
-SPLIT_TILES = [(128, 128, 1), (128, 64, 1), (128, 128, 2), (256, 128, 2), (128, 256, 2), (64, 256, 1), (64, 128, 1)]
+# The 64-row tiles: skinny problems (M <= 64) and, 64 x 64, long K on a handful of tiles (128 x 512 x 7616
+# is 8 tiles of 128 x 64 and 16 of 64 x 64: 128 CTAs at split 8, each with half the mainloop work).
+SPLIT_TILES = [(128, 128, 1), (128, 64, 1), (128, 128, 2), (256, 128, 2), (128, 256, 2), (64, 256, 1), (64, 128, 1),
+               (64, 64, 1)]
 SPLITS = (2, 4, 8)
 # Split-K behind the staged loader, for the same few-tile long-K problems where a row pitch is one TMA
 # refuses (odd K, or odd N in NN: 52 of the shape sample's 255 fitting shapes are such, and 14 of its

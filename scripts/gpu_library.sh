@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The seed library tuned over the default grid on one H200 (~400 s; the timeouts add up to 620 s):
+# The seed library tuned over the default grid on one H200 (~400 s; the timeouts add up to 620 s, 575 with
+# PITCH=0, which fits a 600-s device call):
 #   1. the family GPU tests: edge shapes (odd N among them), NN and TN;
 #   2. the plain TMA kernel on aligned shapes that differ only in row pitch (16-byte against 128-byte
 #      multiples, benchmarks/row_pitch/pitch_grid.yaml; PITCH=0 skips it): benchmarks/row_pitch/;

@@ -17,11 +17,10 @@ under-allocated ring is never touched when K is short).
 
 In a GRPO group (TRL's: `num_generations` consecutive completions of one prompt) that holds a verified
 kernel, `failure_gap` (when set) lifts every failure to that far below the group's slowest verified
-kernel. The group's ranking is the same, but after standardising,
-a speed difference among the verified kernels weighs as much as the failure gap: with the fixed
-ladder a failure sits 2.5-4 below zero at clip 2, beyond the verified kernels' whole spread (log
-speedup p10-p90 -1.3 to 0.14 in benchmarks/rl_runs), and in a mixed group the advantage is then
-mostly "verified or not". A group without a verified kernel keeps the ladder (format first), and so
+kernel. The group's ranking is the same, but after standardising, a speed difference among the
+verified kernels weighs as much as the failure gap: with the fixed ladder a failure sits 2.5-4 below
+zero at clip 2, beyond the verified kernels' whole spread (log speedup p10-p90 -1.3 to 0.14 in
+benchmarks/rl_runs), and in a mixed group the advantage is then mostly "verified or not". A group without a verified kernel keeps the ladder (format first), and so
 does the held-out evaluation, whose reward is a curve, not a training signal.
 
 On a machine without a GPU the judge says `compiled` for a kernel that parsed and compiled; it gets
@@ -68,8 +67,8 @@ class RewardSettings:
     # a GRPO group whose completions all fail to parse (a fresh model's usual case) still has
     # variance to learn from. Kept below `step`, so no parse error ever outscores a compile error.
     format_shaping: float
-    # In a group (one prompt's completions) with a verified kernel, every failure scores this far below
-    # the group's slowest verified kernel (group_floor). null: the fixed ladder everywhere.
+    # In a GRPO group with a verified kernel, every failure scores this far below the group's slowest
+    # verified kernel (group_floor). null: the fixed ladder everywhere.
     failure_gap: float | None = None
 
     def __post_init__(self):
@@ -121,7 +120,7 @@ def verdict_reward(verdict: dict, s: RewardSettings, text: str | None = None) ->
 
 def group_floor(rewards: list[float], verdicts: list[dict], groups: list, gap: float) -> list[float]:
     """The rewards with every failure of a group that holds a verified kernel set to `gap` below that
-    group's slowest verified kernel; groups[i] names completion i's group (its prompt)."""
+    group's slowest verified kernel; groups[i] names completion i's group."""
     slowest: dict = {}
     for r, v, g in zip(rewards, verdicts, groups):
         if v.get("status") == "ok":

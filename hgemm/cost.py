@@ -142,9 +142,9 @@ class CostModel:
             c, _ = nnls(x / scale / t[:, None], np.ones(len(t)))     # relative error: each row over its time
             self.coef[fam] = c / scale
         self.ratios: dict[str, dict[str, float]] = {}  # kernel -> {problem key: log(measured / modelled)}
-        for fam_rows in rows.values():
+        for fam, fam_rows in rows.items():
             for key, name, x, us in fam_rows:
-                self.ratios.setdefault(name, {})[key] = math.log(us / self._model(family(kernel_params(name)), x))
+                self.ratios.setdefault(name, {})[key] = math.log(us / self._model(fam, x))
         self.mean = {name: sum(r.values()) / len(r) for name, r in self.ratios.items()}
 
     def _model(self, fam: str, x: list[float]) -> float:

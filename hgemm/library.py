@@ -44,7 +44,7 @@ DEFAULT_LIBRARY = Path(__file__).resolve().parent.parent / "results" / "library"
 class Choice:
     name: str
     candidate: Candidate
-    how: str  # "exact", "measured <nearest key>", "nearest <key>" or "fallback"
+    how: str  # "exact", "cost <nearest key>", "measured <nearest key>", "nearest <key>" or "fallback"
 
 
 DISPATCH_RULES = ("cost", "measured", "nearest")
@@ -123,8 +123,8 @@ class Library:
 
     def without(self, keys) -> Library:
         """This library less the entries of `keys`: neither chosen, nor a neighbour, nor in the cost fit."""
-        lib = copy.copy(self)
-        lib.entries = {k: e for k, e in self.entries.items() if k not in set(keys)}
+        lib, left_out = copy.copy(self), set(keys)
+        lib.entries = {k: e for k, e in self.entries.items() if k not in left_out}
         lib._cost = None
         return lib
 
@@ -155,14 +155,13 @@ class Library:
         if entry and runs_on(self.candidate(entry["kernel"]), problem):
             return Choice(entry["kernel"], self.candidate(entry["kernel"]), "exact")
         family = self._family(problem)
+        near = self.neighbours(problem) if self.dispatch in ("cost", "measured") else []
         if self.dispatch == "cost":
-            near = self.neighbours(problem)
             winners = dict.fromkeys(sorted(self.entries[k]["kernel"] for k in family))
             name = self.cost_model().pick([n for n in winners if runs_on(self.candidate(n), problem)], problem, near)
             if name:
                 return Choice(name, self.candidate(name), f"cost {near[0][1]}")
         if self.dispatch in ("cost", "measured"):
-            near = self.neighbours(problem)
             timed = [(d, self.entries[k]["timed"]) for d, k in near if self.entries[k].get("timed")]
             if timed:
                 # the kernels the neighbours' tunes timed that won some tuned shape (their texts are here)

@@ -25,7 +25,7 @@ from typing import Callable
 from hgemm.entry import EvalOptions
 from hgemm.files import atomic_write_text, write_json
 from hgemm.judge import KernelJudge
-from hgemm.library import dispatch_library, measured_kernels
+from hgemm.library import dispatch_library
 from hgemm.problem import Problem, load_grid, select_problems
 from hgemm.summary import geomean
 from training.heldout import heldout_problems
@@ -117,9 +117,10 @@ def context_prompter(settings: SampleSettings, model_dir: str, library_dir: str 
     if not db_path.is_file():
         log.warning("no kernel database at %s: context from the library only", db_path)
     db = KernelDB(db_path if db_path.is_file() else ":memory:")
-    prompts = ContrastivePrompts(db, measured_kernels(library_dir), {p.key for p in heldout}, tokenizer,
+    library = dispatch_library(library_dir)
+    prompts = ContrastivePrompts(db, library.measured() if library else {}, {p.key for p in heldout}, tokenizer,
                                  settings.max_prompt_length, settings.context_examples, settings.nearby_shapes,
-                                 settings.prompt_arch, dispatch=dispatch_library(library_dir))
+                                 settings.prompt_arch, dispatch=library)
 
     def prompt(problem: Problem) -> tuple[str, int]:
         text, kept = prompts.prompt(problem)

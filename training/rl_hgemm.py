@@ -45,7 +45,7 @@ from datasets import Dataset
 from transformers.trainer_utils import get_last_checkpoint
 
 from hgemm.files import write_json
-from hgemm.library import dispatch_library, measured_kernels
+from hgemm.library import dispatch_library
 from hgemm.problem import Problem
 from kernels_corpus.verbatim import CorpusKernels
 from training.context import ContextSettings, ContrastivePrompts, DrawnPrompts
@@ -206,12 +206,12 @@ class HgemmRL:
         heldout_keys = {p.key for p in heldout}
         write_json(out / "heldout.json", heldout_record(s.shapes, train, heldout))
         model, tokenizer = load_policy(self.model_dir)
-        library = measured_kernels(self.library_dir)
+        tuned = dispatch_library(self.library_dir)
+        library = tuned.measured() if tuned else {}
         db = KernelDB(Path(self.work_dir) / "kernels.sqlite")
         prompts = ContrastivePrompts(db, library if s.context.use_library else {}, heldout_keys, tokenizer,
                                      s.grpo["max_prompt_length"], s.context.examples, s.context.nearby_shapes,
-                                     s.context.prompt_arch,
-                                     dispatch=dispatch_library(self.library_dir) if s.context.use_library else None)
+                                     s.context.prompt_arch, dispatch=tuned if s.context.use_library else None)
         dataset = build_dataset(train, s.shapes).with_transform(DrawnPrompts(prompts, s.context.share, s.context.seed))
 
         # The held-out curve: every grpo.eval_steps steps, held-out shapes with the context training

@@ -431,6 +431,17 @@ def parse_candidate(text: str, variables: tuple[str, ...] = GEMM_VARIABLES) -> C
 
 
 _FENCE = re.compile(r"```(?:cuda|cpp|c\+\+|cu|c)?\s*\n(.*?)```", re.DOTALL)
+_COMMENT = re.compile(r"//[^\n]*|/\*(?!@).*?\*/", re.DOTALL)  # the launch spec's /*@ block is not a comment
+_ENTRY = re.compile(r"\bentry:\s*(\w+)")
+
+
+def code_identity(text: str) -> str:
+    """A kernel's text less its comments and with each run of whitespace one space: two texts of one
+    identity are one kernel (the spec block kept), whatever their comments say. A model that writes out
+    the library's kernel with another measurement comment or entry name has written the library's kernel."""
+    code = " ".join(_COMMENT.sub(" ", text).split())
+    entry = _ENTRY.search(code)
+    return re.sub(rf"\b{re.escape(entry.group(1))}\b", "<entry>", code) if entry else code
 
 
 def extract_candidate_text(completion: str) -> str:

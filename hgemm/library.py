@@ -294,7 +294,8 @@ def merge_libraries(folders: list[str | Path], out_dir: str | Path, dispatch: st
 
 def owned_entries(results: dict, margin: float) -> dict[str, dict]:
     """The shapes a bench stage run (contenders `model` and `library`, timed in one run) gives to the
-    model: where its verified kernel took at most 1 / margin of the library kernel's time. problem key
+    model: where its verified kernel, not the library's own, took at most 1 / margin of the library kernel's
+    time. problem key
     -> table entry (kernel named model_<key>, times and speedups from that run)."""
     owned = {}
     for pr in results.get("problems", []):
@@ -302,8 +303,8 @@ def owned_entries(results: dict, margin: float) -> dict[str, dict]:
         model, lib = c.get("model", {}), c.get("library", {})
         if not (model.get("status") == "ok" and lib.get("status") == "ok" and model.get("time_us") and lib.get("time_us")):
             continue
-        if lib["time_us"] / model["time_us"] < margin:
-            continue
+        if lib["time_us"] / model["time_us"] < margin or (pr.get("kernels") or {}).get("model_is_library_kernel"):
+            continue  # not faster by the margin, or the library's own kernel written out again
         problem = Problem.from_dict(pr["problem"])
         owned[problem.key] = {"kernel": f"model_{problem.key}", "time_us": model["time_us"], "tflops": model.get("tflops"),
                               "speedup_vs_best": model.get("speedup_vs_best"),

@@ -13,6 +13,19 @@ def geomean(xs: list[float]) -> float | None:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
+def measurably_faster(a: dict, b: dict) -> bool:
+    """Whether verified result a ran faster than b beyond the run's repetition spread: a's slowest tenth
+    (p90) below b's fastest tenth (p10), both timed in one run. Two timings of one kernel differ by
+    noise, so a strict comparison of medians would call one of them faster about half the time. Results
+    without repetition percentiles compare their times."""
+    if not (a.get("status") == "ok" and b.get("status") == "ok" and a.get("time_us") and b.get("time_us")):
+        return False
+    ta, tb = a.get("timing") or {}, b.get("timing") or {}
+    if ta.get("p90_us") and tb.get("p10_us"):
+        return ta["p90_us"] < tb["p10_us"]
+    return a["time_us"] < b["time_us"]
+
+
 # Name prefix of a kernel timed only for comparison (a tune beside a library: the kernel its winner
 # would replace); it is never a shape's best candidate.
 BESIDE = "beside:"

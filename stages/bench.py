@@ -6,7 +6,9 @@
 Shapes: the config's grid (optionally some classes / the first N), plus every held-out shape the
 sample stage was asked for (its evaluated.json; kept kernel or not) and any other shape it kept a kernel
 for. Held-out problems are flagged (`heldout`), and summary.md gives them their own table: best-of-k
-against the strongest baseline and the library, and the share where the model beats the library.
+against the strongest baseline and the library, and the share where the model beats the library: with
+another kernel than the library's (hgemm.candidate.code_identity), faster beyond the run's repetition
+spread (hgemm.summary.measurably_faster).
 
 Each shape gets its own contenders, through hgemm.bench.run_bench's `select`: `model`
 (stages.sample's best/<key>.cu, when it kept one), `before` (with --before, on the held-out shapes: the
@@ -27,11 +29,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from hgemm.bench import run_bench
+from hgemm.candidate import code_identity
 from hgemm.entry import EvalOptions
 from hgemm.library import Library
 from hgemm.problem import GridError, Problem, load_grid, select_problems
 from hgemm.report.tables import before_after, before_after_rows, before_after_table, heldout_rows, heldout_table
-from hgemm.summary import geomean, markdown
+from hgemm.summary import geomean, markdown, measurably_faster
 from stages.common import atomic_write_text, write_json, write_metrics
 from stages.config_schema import load_settings
 from training.best_of_k import sampled_kernels
@@ -110,7 +113,10 @@ def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: b
         contenders[p.key] = roles
         sources[p.key] = {"model": f"best/{p.key}.cu" if "model" in roles else None,
                           "before": str(Path(before_dir) / "best" / f"{p.key}.cu") if "before" in roles else None,
-                          "library": lib[0] if lib else None, "library_choice": lib[2] if lib else None}
+                          "library": lib[0] if lib else None, "library_choice": lib[2] if lib else None,
+                          # the model wrote the library's own kernel out: their two timings differ by noise only
+                          "model_is_library_kernel": bool(lib and p.key in sampled
+                                                          and code_identity(sampled[p.key][1]) == code_identity(lib[1]))}
     options = EvalOptions(reps=settings.reps, timing_method=settings.timing_method)
     if settings.baselines:
         options.baselines = tuple(settings.baselines)
@@ -131,15 +137,18 @@ def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: b
 
 
 def model_vs_library(results: dict) -> list[dict]:
-    """Per shape where both ran: times and the model's speedup over the library kernel (GPU only)."""
+    """Per shape where both ran: times, the model's speedup over the library kernel, whether it is the
+    library's own kernel, and whether it beats it (another kernel, measurably faster) (GPU only)."""
     rows = []
     for pr in results["problems"]:
         c = pr["candidates"]
         m, lib = c.get("model", {}), c.get("library", {})
         if m.get("status") == "ok" and lib.get("status") == "ok" and m.get("time_us") and lib.get("time_us"):
+            same = bool((pr.get("kernels") or {}).get("model_is_library_kernel"))
             rows.append({"problem": Problem.from_dict(pr["problem"]).key, "model_us": m["time_us"],
                          "library_us": lib["time_us"], "model_vs_library": lib["time_us"] / m["time_us"],
-                         "model_vs_best": m.get("speedup_vs_best"), "library_vs_best": lib.get("speedup_vs_best")})
+                         "model_vs_best": m.get("speedup_vs_best"), "library_vs_best": lib.get("speedup_vs_best"),
+                         "same_kernel": same, "beats": not same and measurably_faster(m, lib)})
     return rows
 
 
@@ -156,13 +165,15 @@ def summary_markdown(results: dict) -> str:
                  + "---|" * len(headers) + "\n" + "".join("| " + " | ".join(row) + " |\n" for row in cells))
     rows = model_vs_library(results)
     if rows:
-        wins = sum(r["model_vs_library"] > 1 for r in rows)
-        text += (f"\n## Model vs seed library\n\nThe model's kernel beats the library's on {wins} of {len(rows)} "
-                 f"shapes (geomean {geomean([r['model_vs_library'] for r in rows]):.3f}x).\n\n"
+        wins, same = sum(r["beats"] for r in rows), sum(r["same_kernel"] for r in rows)
+        text += (f"\n## Model vs seed library\n\nThe model's kernel beats the library's (another kernel, faster beyond "
+                 f"the run's repetition spread) on {wins} of {len(rows)} shapes; on {same} it is the library's own "
+                 f"kernel (geomean {geomean([r['model_vs_library'] for r in rows]):.3f}x).\n\n"
                  "| shape | model µs | library µs | model vs library | model vs best baseline |\n"
                  "|---|---:|---:|---:|---:|\n")
         text += "".join(f"| {r['problem']} | {r['model_us']:.1f} | {r['library_us']:.1f} | "
-                        f"{r['model_vs_library']:.3f} | {r['model_vs_best'] or 0:.3f} |\n" for r in rows)
+                        f"{r['model_vs_library']:.3f}{' (its kernel)' if r['same_kernel'] else ''} | "
+                        f"{r['model_vs_best'] or 0:.3f} |\n" for r in rows)
     return text
 
 
@@ -189,10 +200,12 @@ def bench_metrics(settings: BenchSettings, results: dict, wall_s: float) -> dict
         "geomean_model_vs_best_baseline": geomean(speedups("model")),
         "geomean_library_vs_best_baseline": geomean(speedups("library")),
         "geomean_model_vs_library": geomean([r["model_vs_library"] for r in rows]),
-        "share_model_beats_library": (sum(r["model_vs_library"] > 1 for r in rows) / len(rows)) if rows else None,
+        "share_model_beats_library": (sum(r["beats"] for r in rows) / len(rows)) if rows else None,
+        "shapes_model_wrote_library_kernel": sum(r["same_kernel"] for r in rows),
         "heldout_shapes": len(held),
-        "heldout_share_model_beats_library": (sum((r["model_vs_library"] or 0) > 1 for r in held) / len(held)
+        "heldout_share_model_beats_library": (sum(r["beats_library"] for r in held) / len(held)
                                               if held and gpu else None),
+        "heldout_model_wrote_library_kernel": sum(r["same_kernel"] for r in held),
         "heldout_geomean_model_vs_best_baseline": geomean([r["model_vs_best"] for r in held if r["model_vs_best"]]),
         "heldout_geomean_library_vs_best_baseline": geomean([r["library_vs_best"] for r in held
                                                              if r["library_vs_best"]]),

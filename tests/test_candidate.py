@@ -1,6 +1,6 @@
 import pytest
 
-from conftest import read_kernel, with_spec
+from conftest import ROOT, read_kernel, with_spec
 from hgemm.candidate import SpecError, extract_candidate_text, parse_candidate
 
 NAIVE = read_kernel("kernels_corpus/reference/naive.cu")
@@ -131,3 +131,14 @@ def test_other_includes_are_spec_errors_naming_the_line(line, why):
 
 def test_raw_cuda_without_includes_still_parses():
     assert parse_candidate(with_spec("entry: k\nblock: 32\ngrid: 1")).spec.entry == "k"
+
+
+def test_code_identity_ignores_comments_whitespace_and_the_entry_name_only():
+    from hgemm.candidate import code_identity
+
+    text = (ROOT / "benchmarks" / "tune" / "kernels" / "mma_sync_16x128x64_w1x4_s4_g8_sk1_mp.cu").read_text()
+    renamed = "// measured on NVIDIA H200: 3.1 us\n" + text.replace("mma_sync_16x128x64_w1x4_s4_g8_sk1_mp", "model_k")
+    assert code_identity(renamed.replace("\n", "\n  ")) == code_identity(text)
+    assert "smem: 73728" in code_identity(text)  # the launch spec is code, not a comment
+    assert code_identity(text.replace("smem: 73728", "smem: 65536")) != code_identity(text)
+    assert code_identity(text.replace(", 3)", ", 2)", 1)) != code_identity(text)

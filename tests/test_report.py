@@ -167,6 +167,31 @@ def test_heldout_table_counts_shapes_without_a_model_kernel_as_losses(tmp_path):
     assert "### Held-out shapes" in md and "beats the seed library's on 1 of 3" in md
 
 
+def test_the_model_beats_the_library_only_with_another_kernel_faster_beyond_the_spread():
+    from hgemm.report.tables import heldout_rows, heldout_table
+
+    def timed(us, spread):
+        return {"status": "ok", "time_us": us, "speedup_vs_best": 10 / us,
+                "timing": {"median_us": us, "p10_us": us * (1 - spread), "p90_us": us * (1 + spread)}}
+
+    results = json.loads(FIXTURE.read_text())
+    probs = results["problems"][:3]
+    for pr in probs:
+        pr["heldout"] = True
+        pr["kernels"] = {"library": "k"}
+        pr["candidates"] = {"library": timed(10.0, 0.005)}
+    probs[0]["candidates"]["model"] = timed(9.95, 0.005)   # 0.5% faster, inside the spread: not a win
+    probs[1]["candidates"]["model"] = timed(8.0, 0.005)    # 20% faster, another kernel: a win
+    probs[2]["candidates"]["model"] = timed(8.0, 0.005)    # as fast, but the library's own kernel again
+    probs[2]["kernels"]["model_is_library_kernel"] = True
+    rows = heldout_rows(results)
+    assert [r["beats_library"] for r in rows] == [False, True, False]
+    assert [r["same_kernel"] for r in rows] == [False, False, True]
+    sentence, _, cells = heldout_table(rows)
+    assert "on 1 of 3 (33%)" in sentence and "On 1 it wrote the library's own kernel" in sentence
+    assert cells[2][7].endswith("(its kernel)")
+
+
 def test_curves_without_a_verified_completion_are_flagged(tmp_path):
     # the gpu-quick DAG run: no rl_hgemm completion verified in any step
     folder = tmp_path / "rl_hgemm"

@@ -147,6 +147,8 @@ def test_sample_and_bench_stage_clis_on_cpu(tmp_path, tiny_model_dir):
     assert set(by_key["b1_m256_n256_k256_NN"]["candidates"]) == {"model", "library"}
     assert set(by_key["b1_m1024_n1024_k1024_NN"]["candidates"]) == {"library"}
     assert by_key["b1_m1024_n1024_k1024_NN"]["kernels"]["library_choice"] == "fallback"
+    # the model's 256^3 kernel is the library's fallback text: the library's own kernel, never a win over it
+    assert by_key["b1_m256_n256_k256_NN"]["kernels"]["model_is_library_kernel"] is True
     assert all(c["status"] == "compiled" for pr in results["problems"] for c in pr["candidates"].values())
     assert "Nothing was timed" in (bench_out / "summary.md").read_text()
     metrics = json.loads((bench_out / "metrics.json").read_text())
@@ -262,8 +264,12 @@ def test_library_stage_gives_the_model_the_shapes_it_won_by_the_margin(tmp_path)
 
     bench = tmp_path / "bench"
     bench.mkdir()
+    # the library's own kernel written out again, timed faster by noise: not the model's to own
+    copied = Problem(128, 128, 128)
+    own = pr(copied, 5.0, 10.0)
+    own["kernels"]["model_is_library_kernel"] = True
     (bench / "results.json").write_text(json.dumps({"gpu_run": True, "problems": [
-        pr(won, 5.0, 10.0), pr(close, 9.9, 10.0), pr(lost, 12.0, 10.0)]}))
+        pr(won, 5.0, 10.0), pr(close, 9.9, 10.0), pr(lost, 12.0, 10.0), own]}))
     out = tmp_path / "library"
     argv = ["--config", str(DEFAULT), "--bench", str(bench), "--samples", str(samples), "--tune", str(tune), "--out", str(out)]
     assert library_stage.main(argv) == 0

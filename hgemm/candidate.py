@@ -431,15 +431,20 @@ def parse_candidate(text: str, variables: tuple[str, ...] = GEMM_VARIABLES) -> C
 
 
 _FENCE = re.compile(r"```(?:cuda|cpp|c\+\+|cu|c)?\s*\n(.*?)```", re.DOTALL)
-_COMMENT = re.compile(r"//[^\n]*|/\*(?!@).*?\*/", re.DOTALL)  # the launch spec's /*@ block is not a comment
+# string and character literals (kept: inline PTX lives in strings, where // is no C comment), then the
+# comments; the launch spec's /*@ block is not a comment
+_LITERAL_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*(?!@).*?\*/', re.DOTALL)
 _ENTRY = re.compile(r"\bentry:\s*(\w+)")
 
 
 def code_identity(text: str) -> str:
     """A kernel's text less its comments and with each run of whitespace one space: two texts of one
     identity are one kernel (the spec block kept), whatever their comments say. A model that writes out
-    the library's kernel with another measurement comment or entry name has written the library's kernel."""
-    code = " ".join(_COMMENT.sub(" ", text).split())
+    the library's kernel with another measurement comment or entry name has written the library's kernel.
+    Line splices go first and string literals stay whole, as in the C preprocessor, so no code hides in
+    what this calls a comment."""
+    spliced = text.replace("\\\r\n", "").replace("\\\n", "")
+    code = " ".join(_LITERAL_OR_COMMENT.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else " ", spliced).split())
     entry = _ENTRY.search(code)
     return re.sub(rf"\b{re.escape(entry.group(1))}\b", "<entry>", code) if entry else code
 

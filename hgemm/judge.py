@@ -17,7 +17,7 @@ import math
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
-from .candidate import GEMM_VARIABLES
+from .candidate import GEMM_VARIABLES, code_identity
 from .entry import STATUSES, EvalOptions, compile_entry
 from .pool import EvaluationPool, visible_gpus
 from .problem import Problem, TaskProblem
@@ -75,12 +75,13 @@ class KernelJudge:
         """One verdict per text: status (the worst over its problems), error, per-problem results, and
         for verified-and-timed kernels the geometric-mean speedups over its problems.
 
-        Copies of one text on the same problems are judged once and get equal verdicts: timed side by
-        side they would cost GPU time and differ by timing noise alone, which an RL group would read as
-        a difference between identical completions."""
+        Copies of one kernel on the same problems (one code_identity: texts that differ in comments,
+        whitespace or the entry's name only) are judged once and get equal verdicts: timed side by side
+        they would cost GPU time and differ by timing noise alone, which an RL group would read as a
+        difference between identical completions."""
         if len(texts) != len(problems):
             raise ValueError("one problem list per text")
-        keys = [(text, tuple(p.key for p in plist)) for text, plist in zip(texts, problems)]
+        keys = [(code_identity(text), tuple(p.key for p in plist)) for text, plist in zip(texts, problems)]
         first: dict[tuple, int] = {}
         for i, key in enumerate(keys):
             first.setdefault(key, i)

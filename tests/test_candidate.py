@@ -142,3 +142,14 @@ def test_code_identity_ignores_comments_whitespace_and_the_entry_name_only():
     assert "smem: 73728" in code_identity(text)  # the launch spec is code, not a comment
     assert code_identity(text.replace("smem: 73728", "smem: 65536")) != code_identity(text)
     assert code_identity(text.replace(", 3)", ", 2)", 1)) != code_identity(text)
+
+
+def test_code_identity_keeps_code_a_comment_marker_does_not_hide():
+    from hgemm.candidate import code_identity
+
+    # inline PTX is a string: what follows // in it is code to compare (here after a \n escape)
+    a = 'asm volatile("add.f32 %0, %1, %2; // sum\\n mul.f32 %0, %0, 2.0;" : "=f"(x) : "f"(y), "f"(z));'
+    assert code_identity(a) != code_identity(a.replace("2.0", "4.0"))
+    # a line splice ends a // comment's line later, as the preprocessor does: the spliced line is comment
+    spliced = "int x = 1; // note \\\nint y = 2;\nint z = 3;"
+    assert code_identity(spliced) == code_identity("int x = 1;\nint z = 3;")

@@ -119,7 +119,7 @@ def test_the_reward_function_floors_failures_within_trls_groups_of_consecutive_c
     import asyncio
 
     wrong = {"status": "wrong", "error": "mismatch"}
-    texts = [NAIVE, NAIVE + "\n// a", NAIVE + "\n// b", NAIVE + "\n// c"]
+    texts = [NAIVE] + [NAIVE.replace("row", name) for name in ("r0w", "r1w", "r2w")]  # four kernels
     columns = dict(problems=[problems_to_json([Problem(64, 64, 64)])] * 4, problem_key=["k"] * 4, shape_class=["edge"] * 4)
     ladder = class_rewards(reward_settings())["wrong"]
 
@@ -209,7 +209,9 @@ def test_copies_of_one_kernel_are_judged_once_and_rewarded_alike(tmp_path):
     judge, pool = gpu_judge([ok(1.5), ok(0.5)])
     reward = reward_fn(judge, tmp_path, recheck_above=None)
     problem = problems_to_json([Problem(64, 64, 64)])
-    rewards, _ = reward.score([NAIVE, NAIVE.replace("row", "r0w"), NAIVE], [problem] * 3, ["k"] * 3, ["edge"] * 3)
+    # the third is the first with another comment and its lines re-indented: the same kernel
+    recommented = "// measured elsewhere\n" + NAIVE.replace("\n", "\n  ")
+    rewards, _ = reward.score([NAIVE, NAIVE.replace("row", "r0w"), recommented], [problem] * 3, ["k"] * 3, ["edge"] * 3)
     reward.close()
     assert [len(entries) for _, entries, *_ in pool.jobs] == [2]
     assert rewards == [pytest.approx(math.log(1.5)), pytest.approx(math.log(0.5)), pytest.approx(math.log(1.5))]
@@ -234,7 +236,7 @@ def test_implausible_speedup_is_rejudged_and_the_lower_kept(tmp_path):
 def test_timeouts_and_crashes_are_classified_not_raised(tmp_path):
     judge, _ = gpu_judge([{"status": "timeout", "error": "no progress for 30 s"}, {"status": "crash", "error": "worker died"}])
     reward = reward_fn(judge, tmp_path)
-    rewards, metrics = reward.score([NAIVE, NAIVE + "\n// variant"], [problems_to_json([Problem(64, 64, 64)])] * 2,
+    rewards, metrics = reward.score([NAIVE, NAIVE.replace("row", "r0w")], [problems_to_json([Problem(64, 64, 64)])] * 2,
                                     ["k"] * 2, ["edge"] * 2)
     reward.close()
     runtime = class_rewards(reward_settings())["timeout"]

@@ -56,7 +56,7 @@ def test_too_small_a_request_is_an_error():
         shape_sample.sample_shapes(0, seed=1)
 
 
-@pytest.mark.parametrize("name", ["sample", "heldout", "heldout_quick", "sample_fit", "sample_heldout"])
+@pytest.mark.parametrize("name", ["sample", "heldout", "heldout_quick", "sample_fit", "sample_heldout", "rl_train"])
 def test_committed_sample_is_what_its_command_makes(name, tmp_path, monkeypatch):
     path = ROOT / "configs" / "grids" / f"{name}.yaml"
     command = path.read_text().splitlines()[1].lstrip("# ").strip()
@@ -94,6 +94,16 @@ def test_heldout_grid_is_disjoint_from_every_tuning_and_training_grid(name, leas
     grids = ROOT / "configs" / "grids"
     heldout = {p.key for p in load_grid(grids / f"{name}.yaml")}
     assert len(heldout) >= least
-    for other in ("sample", "default", "quick", "offgrid", "smoke", "heldout"):
+    for other in ("sample", "default", "quick", "offgrid", "smoke", "heldout", "rl_train"):
         if other != name:
             assert not heldout & {p.key for p in load_grid(grids / f"{other}.yaml")}, other
+
+
+def test_the_rl_training_shapes_are_untuned_and_never_held_out():
+    # rl_hgemm (configs/gpu-rl.yaml) trains where the held-out evaluation asks: on shapes no tune measured,
+    # whose prompts end on the library's dispatch choice
+    grids = ROOT / "configs" / "grids"
+    train = {p.key for p in load_grid(grids / "rl_train.yaml")}
+    assert len(train) >= 1000
+    for other in ("sample", "default", "quick", "offgrid", "smoke", "heldout", "heldout_quick", "split_k"):
+        assert not train & {p.key for p in load_grid(grids / f"{other}.yaml")}, other

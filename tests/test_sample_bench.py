@@ -86,8 +86,10 @@ def test_run_sample_says_how_varied_the_samples_are_and_what_they_copy(tmp_path)
 
     held = tmp_path / "heldout.json"
     held.write_text(json.dumps({"heldout": [{"M": 96, "N": 96, "K": 96, "batch": 1, "layout": "TN"}]}))
-    # the fake model writes the prompt's last kernel out again (and one junk completion)
-    prompter = lambda p: (format_problem_prompt(p, context=[("weaker()", 0.3), (NAIVE.strip(), 0.9)]), 2)  # noqa: E731
+    # the fake model writes the prompt's last kernel out again (and one junk completion); the prompt shows
+    # it with another comment, which makes it no other kernel
+    shown = "// measured elsewhere: 0.9x\n" + NAIVE.strip()
+    prompter = lambda p: (format_problem_prompt(p, context=[("weaker()", 0.3), (shown, 0.9)]), 2)  # noqa: E731
     m = run_sample(settings(SampleSettings, "sample", grid=SMOKE_GRID, classes=["batched_small"], k=2), _fake_generate,
                    str(held), str(tmp_path / "sample"), prompter=prompter)
     assert m["distinct_kernels_per_shape"] == m["heldout_distinct_kernels_per_shape"] == 2

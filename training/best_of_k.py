@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from hgemm.candidate import code_identity
 from hgemm.entry import EvalOptions
 from hgemm.files import atomic_write_text, write_json
 from hgemm.judge import KernelJudge
@@ -162,15 +163,16 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
         start = len(records)
         shape_verdicts = verdicts[start:start + len(per)]
         chosen = best_index(shape_verdicts)
-        shown = shown_kernels(prompt)
+        shown = [code_identity(k) for k in shown_kernels(prompt)]
         for j, (completion, v) in enumerate(zip(per, shape_verdicts)):
             r0 = v["results"][0] if v.get("results") else {}
-            text = texts[start + j].strip()
+            code = code_identity(texts[start + j])
             records.append({
                 "problem": p.key, "shape_class": p.shape_class, "heldout": held, "index": j, "best": j == chosen,
                 "context_examples": kept,
-                # which of the prompt's kernels the candidate writes out again (1 = the first shown, 0: none)
-                "copies_example": next((i for i, k in enumerate(shown, 1) if k.strip() == text), 0),
+                # which of the prompt's kernels the candidate writes out again, comments and entry name aside
+                # (hgemm.candidate.code_identity; 1 = the first shown, 0: none)
+                "copies_example": next((i for i, k in enumerate(shown, 1) if k == code), 0),
                 "examples_shown": len(shown),
                 "status": v["status"], "error": (v.get("error") or "")[:2000],
                 "speedup_vs_best": v.get("speedup_vs_best"), "speedup_vs_cublas": v.get("speedup_vs_cublas"),
@@ -218,8 +220,8 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
 
 
 def copying_metrics(records: list[dict]) -> dict:
-    """How varied a shape's k samples are and what they copy from the prompt: the distinct candidate
-    texts a shape (best of k is best of that many), the samples that write out one of the prompt's
+    """How varied a shape's k samples are and what they copy from the prompt: the distinct kernels a shape
+    (code identities: best of k is best of that many), the samples that write out one of the prompt's
     kernels, and the shapes where some sample writes out the last one (the shape's own fastest kernel,
     or the library's choice for an unseen shape: training/context.py). Overall and on held-out shapes."""
     out = {}
@@ -228,7 +230,7 @@ def copying_metrics(records: list[dict]) -> dict:
         for r in rows:
             shapes.setdefault(r["problem"], []).append(r)
         out[f"{scope}distinct_kernels_per_shape"] = (
-            sum(len({r["candidate"].strip() for r in rs}) for rs in shapes.values()) / len(shapes) if shapes else None)
+            sum(len({code_identity(r["candidate"]) for r in rs}) for rs in shapes.values()) / len(shapes) if shapes else None)
         out[f"{scope}samples_copying_an_example"] = sum(r["copies_example"] > 0 for r in rows)
         out[f"{scope}shapes_sampling_the_last_example"] = sum(
             any(r["examples_shown"] and r["copies_example"] == r["examples_shown"] for r in rs) for rs in shapes.values())

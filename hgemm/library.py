@@ -294,9 +294,8 @@ def merge_libraries(folders: list[str | Path], out_dir: str | Path, dispatch: st
 
 def owned_entries(results: dict, margin: float) -> dict[str, dict]:
     """The shapes a bench stage run (contenders `model` and `library`, timed in one run) gives to the
-    model: where its verified kernel, not the library's own, took at most 1 / margin of the library kernel's
-    time. problem key
-    -> table entry (kernel named model_<key>, times and speedups from that run)."""
+    model: where its verified kernel, not the library's own, took at most 1 / margin of the library
+    kernel's time. problem key -> table entry (kernel named model_<key>, times and speedups from that run)."""
     owned = {}
     for pr in results.get("problems", []):
         c = pr.get("candidates", {})

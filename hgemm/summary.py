@@ -296,4 +296,8 @@ def libraries_markdown(results: dict, prefixes: list[str]) -> str:
             wins = sum(all(speed[k] >= per[o][k] for o in per if o != prefix) for k in keys)
             lines.append(f"| {label} | {len(keys)} | {prefix} | {_fmt(geomean(vals))} | {_fmt(min(vals))} | "
                          f"{sum(v >= 1.0 for v in vals)} | {sum(v < 0.8 for v in vals)} | {wins} |")
+        if len(per) > 1:  # what a perfect choice between the libraries would reach: how much is dispatch
+            vals = [max(speed[k] for speed in per.values()) for k in keys]
+            lines.append(f"| {label} | {len(keys)} | the faster per shape | {_fmt(geomean(vals))} | {_fmt(min(vals))} | "
+                         f"{sum(v >= 1.0 for v in vals)} | {sum(v < 0.8 for v in vals)} | — |")
     return "\n".join(lines) + "\n"

@@ -337,6 +337,8 @@ def test_libraries_side_by_side_per_subset_and_from_several_gzipped_parts(tmp_pa
     assert "| all | 3 | new | 0.766 | 0.500 | 1 | 1 | 2 |" in md
     assert "| all | 3 | old | 0.500 | 0.250 | 1 | 2 | 1 |" in md
     assert "| TN, odd N or K | 1 | new | 0.500 | 0.500 | 0 | 1 | 1 |" in md
+    # a perfect choice between the two: 1.0, 0.5 and 1.0
+    assert "| all | 3 | the faster per shape | 0.794 | 0.500 | 2 | 1 | — |" in md
     with gzip.open(tmp_path / "a.json.gz", "wt") as f:
         f.write(json.dumps(first))
     (tmp_path / "b.json").write_text(json.dumps(second))

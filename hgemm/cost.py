@@ -171,14 +171,14 @@ class CostModel:
                 num, den = num + ratios[key] / (1 + d), den + 1 / (1 + d)
         return math.log(modelled) + num / den
 
+    def rank(self, names, p: Problem, near: list[tuple[float, str]]) -> list[str]:
+        """`names` that are `applicable` to p and have an estimate there, fastest estimate first (ties
+        keep the order of `names`)."""
+        estimates = [(est, i, name) for i, name in enumerate(names)
+                     if applicable(name, p) and (est := self.log_estimate(name, p, near)) is not None]
+        return [name for _, _, name in sorted(estimates)]
+
     def pick(self, names, p: Problem, near: list[tuple[float, str]]) -> str | None:
-        """Of `names`, the kernel with the lowest estimate on p among those `applicable` to it; None if
-        none has one."""
-        best, best_log = None, math.inf
-        for name in names:
-            if not applicable(name, p):
-                continue
-            est = self.log_estimate(name, p, near)
-            if est is not None and est < best_log - 1e-12:
-                best, best_log = name, est
-        return best
+        """Of `names`, the kernel with the lowest estimate on p (rank's first); None if none has one."""
+        ranked = self.rank(names, p, near)
+        return ranked[0] if ranked else None

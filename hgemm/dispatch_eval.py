@@ -23,6 +23,11 @@ A rule may pick a kernel the left-out shape's tune never timed (the cost rule of
 kernels the shortlist left out), so each rule is also judged choosing among the kernels that were
 timed there (`timed_only`): every pick is then measured, and the rules are compared on all shapes.
 
+The cost rule's whole ranking is judged too (`cost_best_of`): the best of its first k kernels that the
+left-out shape's tune timed, against its first pick. That is what a best of k over the configurations
+the library already ranks can gain over the library's choice, the ceiling of a sampler (the model's
+best of k) that writes out the library's own kernels.
+
     python -m hgemm.dispatch_eval benchmarks/tune benchmarks/sample_tune --out benchmarks/dispatch/loo.json
 """
 
@@ -43,6 +48,8 @@ from .problem import Problem
 from .summary import BESIDE, geomean
 
 RULES = ("nearest", "nearest_aligned", "measured", "cost")
+BEST_OF = (1, 2, 4, 8)  # best_of_ranking: the cost rule's first k kernels measured (1: its pick)
+MARGIN = 1.02  # faster than the first pick by more than this: the library stage's own_margin in default.yaml
 
 
 @dataclass(frozen=True)
@@ -122,12 +129,17 @@ class Rules:
             ratios = [(d, {n: t / o.times[o.winner] for n, t in o.times.items()}) for d, o in near]
             return measured_pick(ratios, names, lambda n: self.fits(n, p))
         if rule == "cost":
-            model = self._cost_model(shape)
-            near = [(d, o.problem.key) for d, o in self._others(shape, aligned_distance)[:NEIGHBOURS]]
-            names = [n for n in self._wins if self._wins[n] > (n == shape.winner) and self.fits(n, p)
-                     and (not timed_only or n in shape.times)]
-            return model.pick(names, p, near)
+            ranked = self.cost_ranking(shape, timed_only)
+            return ranked[0] if ranked else None
         raise AssertionError(rule)
+
+    def cost_ranking(self, shape: Shape, timed_only: bool = False) -> list[str]:
+        """The cost rule's candidates for the shape, fastest estimate first (the rule picks the first)."""
+        p = shape.problem
+        near = [(d, o.problem.key) for d, o in self._others(shape, aligned_distance)[:NEIGHBOURS]]
+        names = [n for n in self._wins if self._wins[n] > (n == shape.winner) and self.fits(n, p)
+                 and (not timed_only or n in shape.times)]
+        return self._cost_model(shape).rank(names, p, near)
 
     def _cost_model(self, shape: Shape) -> CostModel:
         """The cost model fitted without the shape's measurements."""
@@ -135,6 +147,33 @@ class Rules:
             self._cost = CostModel({o.problem.key: o.times for o in self.shapes if o.problem.key != shape.problem.key})
             self._cost_for = shape.problem.key
         return self._cost
+
+
+def best_of_cost(judge: Rules, shape: Shape, ks=BEST_OF) -> dict | None:
+    """What measuring the cost rule's first k kernels on the shape (left out) would gain over its first
+    pick, among the kernels its tune timed: per k, the best of them over the first pick's time."""
+    ranked = judge.cost_ranking(shape, timed_only=True)
+    if not ranked:
+        return None
+    times = [shape.times[n] for n in ranked]
+    return {"ranked": len(ranked), "first_slowdown": times[0] / shape.times[shape.winner],
+            "best_of": {k: min(times[:k]) / times[0] for k in ks}}
+
+
+def best_of_summary(rows: list[dict], margin: float = MARGIN) -> dict:
+    """Over best_of_cost's rows, per k: the best of k's time over the winner's (geomean), its gain over
+    the first pick, and the shapes where it is more than `margin` faster than the first pick. The
+    headroom of a best of k that writes out configurations the library already ranks (a model's
+    samples, say) over the library's own choice."""
+    summary = {}
+    for k in rows[0]["best_of"] if rows else ():
+        gain = [r["best_of"][k] for r in rows]
+        summary[k] = {"geomean_slowdown": geomean([r["first_slowdown"] * g for r, g in zip(rows, gain)]),
+                      "geomean_gain": 1 / geomean(gain),
+                      "shapes_faster_than_first": sum(g * margin < 1 for g in gain)}
+    ranked = sorted(r["ranked"] for r in rows)
+    return {"shapes": len(rows), "margin": margin, "median_ranked": ranked[len(ranked) // 2] if ranked else 0,
+            "summary": summary}
 
 
 def _summary(rows: list[dict], rules: tuple[str, ...], mode: str) -> tuple[int, dict]:
@@ -162,12 +201,16 @@ def evaluate(shapes: list[Shape], texts: dict[str, Path], rules: tuple[str, ...]
                 name = judge.pick(rule, shape, timed_only=mode == "timed_only")
                 t = shape.times.get(name) if name else None
                 row[mode][rule] = {"kernel": name, "slowdown": t / shape.times[shape.winner] if t else None}
+        if "cost" in rules:
+            row["cost_best_of"] = best_of_cost(judge, shape)
         rows.append(row)
     out = {"shapes": len(rows)}
     for mode in ("any", "timed_only"):
         compared, summary = _summary(rows, rules, mode)
         out[mode] = {"compared_on": compared, "summary": summary}
     out["rows"] = rows
+    if "cost" in rules:
+        out["cost_best_of"] = best_of_summary([r["cost_best_of"] for r in rows if r["cost_best_of"]])
     return out
 
 
@@ -186,6 +229,16 @@ def markdown(result: dict) -> str:
         for rule, s in result[mode]["summary"].items():
             lines.append(f"| {rule} | {s['measured_share']:.0%} | {s['geomean_slowdown'] or float('nan'):.3f} | "
                          f"{s['worst_slowdown'] or float('nan'):.2f} | {s['within_5pct']} | {s['picks_winner']} |")
+    best_of = result.get("cost_best_of")
+    if best_of and best_of["shapes"]:
+        lines += ["", f"## The cost rule's first k kernels measured, best of them ({best_of['shapes']} shapes)", "",
+                  "Among the kernels the left-out shape's tune timed (a median of "
+                  f"{best_of['median_ranked']} a shape): the headroom a best of k over configurations the library "
+                  "ranks has over its first pick.", "",
+                  "| k | geomean slowdown vs the winner | gain over the first pick | shapes faster than it "
+                  f"by more than {best_of['margin'] - 1:.0%} |", "|---:|---:|---:|---:|"]
+        lines += [f"| {k} | {s['geomean_slowdown']:.3f} | {s['geomean_gain']:.3f} | {s['shapes_faster_than_first']} |"
+                  for k, s in best_of["summary"].items()]
     return "\n".join(lines) + "\n"
 
 

@@ -69,6 +69,13 @@ def library_choice(library_dir: str | Path):
     return choose
 
 
+def library_kernels(library_dir: str | Path) -> dict[str, str]:
+    """code identity -> kernel name for every kernel text the library holds (kernels/*.cu): a model
+    kernel found here is one of the library's own, whichever shape the library gives it."""
+    folder = Path(library_dir) / "kernels"
+    return {code_identity(f.read_text()): f.stem for f in sorted(folder.glob("*.cu"))} if folder.is_dir() else {}
+
+
 def heldout_evaluated(samples_dir: str | Path) -> list[Problem]:
     """The held-out shapes the sample stage evaluated (evaluated.json), whether or not it kept a kernel."""
     path = Path(samples_dir) / "evaluated.json"
@@ -94,6 +101,7 @@ def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: b
     # the pretrained model's kernels are compared on the held-out shapes only: those the report judges
     before = {k: v for k, v in sampled_kernels(before_dir).items() if k in held_keys} if before_dir else {}
     choose = library_choice(library_dir)
+    held_by_library = library_kernels(library_dir)
     problems = bench_problems(settings, sampled, heldout)
     named: dict[str, str] = {}  # unique candidate name -> text: each kernel compiles once
     contenders: dict[str, dict[str, str]] = {}  # shape key -> role -> candidate name
@@ -116,7 +124,10 @@ def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: b
                           "library": lib[0] if lib else None, "library_choice": lib[2] if lib else None,
                           # the model wrote the library's own kernel out: their two timings differ by noise only
                           "model_is_library_kernel": bool(lib and p.key in sampled
-                                                          and code_identity(sampled[p.key][1]) == code_identity(lib[1]))}
+                                                          and code_identity(sampled[p.key][1]) == code_identity(lib[1])),
+                          # the library kernel (for any shape) the model wrote out; None: one the library lacks
+                          "model_library_kernel": (held_by_library.get(code_identity(sampled[p.key][1]))
+                                                   if p.key in sampled else None)}
     options = EvalOptions(reps=settings.reps, timing_method=settings.timing_method)
     if settings.baselines:
         options.baselines = tuple(settings.baselines)
@@ -205,6 +216,9 @@ def bench_metrics(settings: BenchSettings, results: dict, wall_s: float) -> dict
         "heldout_shapes": len(held),
         "heldout_share_model_beats_library": (sum(r["beats_library"] for r in held) / len(held)
                                               if held and gpu else None),
+        # wins with one of the library's own kernels are a better choice among them than its dispatch made
+        "heldout_wins_with_a_library_kernel": (sum(r["beats_library"] and r["library_kernel"] is not None
+                                                   for r in held) if held and gpu else None),
         "heldout_model_wrote_library_kernel": sum(r["same_kernel"] for r in held),
         "heldout_geomean_model_vs_best_baseline": geomean([r["model_vs_best"] for r in held if r["model_vs_best"]]),
         "heldout_geomean_library_vs_best_baseline": geomean([r["library_vs_best"] for r in held

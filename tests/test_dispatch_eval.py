@@ -79,3 +79,33 @@ def test_a_folder_without_measurements_is_an_error(tmp_path, capsys):
 def test_unknown_rule_is_named():
     with pytest.raises(ValueError, match="unknown rule"):
         dispatch_eval.Rules([], {}).pick("closest", None)
+
+
+def test_best_of_the_cost_ranking_counts_what_measuring_more_of_it_would_gain(tmp_path):
+    # times made by one wgmma cost model for an unsplit and a split-K kernel, so each wins some shapes
+    # and the rule ranks them by that model; on the probe the kernel it ranks second is made twice as
+    # fast as its first pick: a best of 2 finds it, the pick alone does not
+    from hgemm.cost import family, features, kernel_params
+
+    names = ("wgmma_128x64x64_c1_s6_g8_es", "wgmma_128x64x64_c1_s6_g8_sk8")
+    coef = [5.0, 2e-7, 0, 2.5e-7, 0, 0, 0.1, 0, 0]
+    shapes = [Problem(m, n, k) for m, n, k in [(128, 512, 7616), (4096, 4096, 4096), (1024, 1024, 1024),
+                                                (256, 8192, 2048), (64, 64, 8192), (640, 640, 12288),
+                                                (16384, 1024, 1024), (192, 1216, 6336)]]
+    assert all(family(kernel_params(n)) == "wgmma" for n in names)
+    measured = {p: {n: float(sum(c * x for c, x in zip(coef, features(kernel_params(n), p)))) for n in names}
+                for p in shapes}
+    probe = shapes[-1]
+    loaded, texts = dispatch_eval.load_shapes([_tune(tmp_path / "a", measured)])
+    first, second = dispatch_eval.Rules(loaded, texts).cost_ranking(
+        next(s for s in loaded if s.problem == probe), timed_only=True)
+    measured[probe][second] = measured[probe][first] / 2
+    loaded, texts = dispatch_eval.load_shapes([_tune(tmp_path / "b", measured)])
+    result = dispatch_eval.evaluate(loaded, texts, rules=("cost",))
+    row = next(r for r in result["rows"] if r["shape"] == probe.key)
+    assert row["timed_only"]["cost"] == {"kernel": first, "slowdown": 2.0}
+    assert row["cost_best_of"]["best_of"][1] == 1.0 and row["cost_best_of"]["best_of"][2] == 0.5
+    summary = result["cost_best_of"]
+    assert summary["summary"][2]["shapes_faster_than_first"] >= 1
+    assert summary["summary"][1]["shapes_faster_than_first"] == 0
+    assert "best of them" in dispatch_eval.markdown(result)

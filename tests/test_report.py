@@ -189,7 +189,12 @@ def test_the_model_beats_the_library_only_with_another_kernel_faster_beyond_the_
     assert [r["same_kernel"] for r in rows] == [False, False, True]
     sentence, _, cells = heldout_table(rows)
     assert "on 1 of 3 (33%)" in sentence and "On 1 it wrote the library's own kernel" in sentence
+    assert "0 of these wins are kernels the library holds" in sentence
     assert cells[2][7].endswith("(its kernel)")
+    # the winning kernel is one the library holds for other shapes: a better choice among its kernels
+    probs[1]["kernels"]["model_library_kernel"] = "k2"
+    sentence, _, _ = heldout_table(heldout_rows(results))
+    assert "1 of these wins are kernels the library holds for other shapes" in sentence and ", 0 kernels it does not" in sentence
 
 
 def test_curves_without_a_verified_completion_are_flagged(tmp_path):

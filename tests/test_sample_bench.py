@@ -151,6 +151,7 @@ def test_sample_and_bench_stage_clis_on_cpu(tmp_path, tiny_model_dir):
     assert by_key["b1_m1024_n1024_k1024_NN"]["kernels"]["library_choice"] == "fallback"
     # the model's 256^3 kernel is the library's fallback text: the library's own kernel, never a win over it
     assert by_key["b1_m256_n256_k256_NN"]["kernels"]["model_is_library_kernel"] is True
+    assert by_key["b1_m256_n256_k256_NN"]["kernels"]["model_library_kernel"] == "naive_fallback"
     assert all(c["status"] == "compiled" for pr in results["problems"] for c in pr["candidates"].values())
     assert "Nothing was timed" in (bench_out / "summary.md").read_text()
     metrics = json.loads((bench_out / "metrics.json").read_text())

@@ -10,7 +10,8 @@ on relative error over every kernel time the tunes recorded:
 - the busiest SM's tensor-core work: waves of output tiles (tiles x split over the CTAs that run at
   once) x the work of one tile's share of K. This term is why a shape with few tiles and a long K wants
   split-K, and why a tile that leaves most of a last wave idle loses, which no nearby tuned shape may show;
-- L2-to-SM bytes: every tile's share of A and B rows (small tiles re-read the operands more often);
+- L2-to-SM bytes: every tile's share of A and B rows (small tiles re-read the operands more often;
+  a narrow-N kernel's CTAs each stage all of B);
 - the busiest SM's shared-memory reads: each warp (mma_sync) or consumer warpgroup (wgmma) reads its
   rows of A and columns of B for every k step, so a narrow warp tile (16 x 32) reads far more per
   flop than a square one, which the tile work alone does not tell apart;
@@ -35,7 +36,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from kernels_corpus.families import FAMILIES
+from kernels_corpus.families import FAMILIES, narrow
 
 from .params import operand_shape
 from .problem import NUM_SMS, Problem
@@ -44,6 +45,7 @@ from .problem import NUM_SMS, Problem
 # (benchmarks/split_k/cluster_occupancy.json), so 30 clusters of 4 and 15 of 8 fit, not 33 and 16
 CLUSTER_CTAS_AT_ONCE = {1: NUM_SMS, 2: NUM_SMS, 4: 120, 8: 120, 16: 120}
 SKINNY_WARPS_PER_SM = 4  # rows of output a skinny kernel's SM works on at once, per row tile
+NARROW_CTAS_PER_SM = 4  # narrow-N CTAs an SM runs at once (32 KB of shared memory and ~40-60 registers each)
 SHRINK = 1.0  # the weight of a kernel's mean log ratio beside its neighbours' weights
 FEATURES = ("launch", "dram_bytes", "split_bytes", "tile_work", "l2_bytes", "smem_reads", "latency", "staged_bytes",
             "misaligned_loads")
@@ -69,6 +71,8 @@ def applicable(name: str, p: Problem) -> bool:
 
 
 def family(params: dict) -> str:
+    if params.get("kind") == "narrow":
+        return "narrow"
     if "bm" not in params:
         return "skinny"
     if "consumers" in params:
@@ -94,6 +98,10 @@ def features(params: dict, p: Problem) -> list[float]:
     """The terms of FEATURES for one kernel on one problem (the module docstring says what each is)."""
     split = params.get("split_k", 1)
     dram = 2 * p.batch * (p.M * p.K + p.K * p.N + p.M * p.N)
+    if params.get("kind") == "narrow":  # a lane group a row of A, k in sequence; B staged once a CTA
+        ctas = _cdiv(p.M, narrow.rows_per_cta(params)) * p.batch
+        chain = _cdiv(ctas, NUM_SMS * NARROW_CTAS_PER_SM) * _cdiv(p.K, params["kw"] * params["lpr"]) * params["r"]
+        return [1.0, dram, 0.0, 0.0, 2.0 * ctas * p.N * p.K, 0.0, chain, 0.0, 0.0]
     if "bm" not in params:  # skinny: mt output rows a warp, split over K with fp32 atomics
         partials = 4 * p.batch * p.M * p.N * split if split > 1 else 0
         rows = _cdiv(p.M, params["mt"]) * p.batch * split

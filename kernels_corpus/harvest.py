@@ -8,6 +8,7 @@ file: binary, non-UTF-8 and unreadable files are skipped and counted in a `skips
 from __future__ import annotations
 
 import fnmatch
+import functools
 import glob
 import importlib
 import importlib.metadata as md
@@ -237,6 +238,7 @@ def harvest_reference(patterns: list[str], skips: Counter, framings: int = 0, se
 # candidate, then <|end|>. A model pretrained on bare kernels never learns to answer a prompt, and RL
 # then sees only parse errors (seen on the H200: every sample of the unframed gpu-quick run failed to parse).
 FRAMING_GRID = PROJECT_ROOT / "configs" / "grids" / "default.yaml"
+SAMPLE_FRAMING_GRID = PROJECT_ROOT / "configs" / "grids" / "sample_fit.yaml"  # shapes the default grid lacks
 
 
 def _shape_class_for(name: str) -> str | None:
@@ -247,21 +249,41 @@ def _shape_class_for(name: str) -> str | None:
     return None
 
 
-def _framing_problems(text: str) -> list:
+def _framing_problems(text: str, grid: Path = FRAMING_GRID) -> list:
     """Grid problems whose layout the candidate implements (NN when its spec does not parse)."""
     try:
         layouts = parse_spec(text).layouts
     except SpecError:  # not a valid candidate: still a kernel worth reading, framed for an NN problem
         layouts = ("NN",)
-    return [p for p in load_grid(FRAMING_GRID) if p.layout in layouts]
+    return [p for p in load_grid(grid) if p.layout in layouts]
+
+
+def _variant(name: str):
+    """(family module, params) of the family variant of that name; None for a name no family renders."""
+    all_params = getattr(importlib.import_module("kernels_corpus.families"), "all_params", None)
+    return next(((fam, p) for fam, p in all_params() if fam.name(p) == name), None) if all_params else None
+
+
+@functools.lru_cache(maxsize=None)
+def _served(fam, grid: Path, layouts: tuple[str, ...]) -> tuple:
+    """The grid's problems of these layouts that some variant of the family would time (`applicable`)."""
+    return tuple(p for p in load_grid(grid) if p.layout in layouts and any(fam.applicable(v, p) for v in fam.variants()))
 
 
 def frame_family_variant(name: str, text: str, rng) -> str:
-    """`text` as the answer to a prompt for a grid problem it implements (same layout, its family's class)."""
+    """`text` as the answer to a prompt for a grid problem it implements (same layout, its family's class).
+    A family that serves none of them (narrow: N <= 16, which the default grid lacks) is framed with a
+    problem of the shape sample's tuned part that the variant serves, or else one its family serves."""
     problems = _framing_problems(text)
     cls = _shape_class_for(name)
     preferred = [p for p in problems if p.shape_class == cls] if cls else [
         p for p in problems if p.shape_class not in ("skinny", "batched_small")]
+    found = _variant(name)
+    layouts = tuple(sorted({p.layout for p in problems}))
+    if found is not None and not _served(found[0], FRAMING_GRID, layouts):
+        fam, params = found
+        wider = _served(fam, SAMPLE_FRAMING_GRID, layouts)
+        preferred = [p for p in wider if fam.applicable(params, p)] or list(wider) or preferred
     return format_training_example(rng.choice(preferred or problems), text)
 
 

@@ -207,6 +207,19 @@ def test_seed_variants_are_framed_as_prompt_and_answer():
     assert tasks and all(t.text.startswith(PROBLEM_TOKEN) for t in tasks)
 
 
+def test_a_family_the_framing_grid_lacks_is_framed_with_a_problem_it_serves():
+    # the default grid has no N <= 16 shape: a narrow-N variant is framed with one of the shape sample's
+    import random
+
+    from hgemm.problem import Problem
+    from kernels_corpus.families import narrow
+
+    params = dict(kind="narrow", nb=4, lpr=32, r=2, kw=1)
+    text = harvest.frame_family_variant(narrow.name(params), narrow.render(params), random.Random(0))
+    m, n, k, b = (int(v.split("=")[1]) for v in text.split("shape: ", 1)[1].splitlines()[0].split())
+    assert narrow.applicable(params, Problem(m, n, k, b)) and 3 <= n <= 4
+
+
 def test_reference_kernels_are_framed_for_several_problems():
     from collections import Counter
 

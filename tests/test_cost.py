@@ -40,6 +40,18 @@ def test_a_narrow_warp_tile_reads_more_shared_memory_for_the_same_work():
     assert narrow[reads] / narrow[work] > square[reads] / square[work]
 
 
+def test_a_narrow_kernel_chains_fewer_loads_with_more_lanes_and_warps_a_row():
+    # 64 x 3 x 4687: one CTA of 8 warps a row when they share k (kw 8), 8 rows a CTA otherwise; every
+    # CTA stages all of B
+    p = Problem(64, 3, 4687)
+    one = kernel_params("narrow_nb4_l32_r1_w1")
+    shared = kernel_params("narrow_nb4_l32_r1_w8")
+    assert family(one) == "narrow"
+    chain, l2 = FEATURES.index("latency"), FEATURES.index("l2_bytes")
+    assert features(one, p)[chain] == 4687 // 32 + 1 and features(shared, p)[chain] == 4687 // 256 + 1
+    assert features(one, p)[l2] == 2 * 8 * 3 * 4687 and features(shared, p)[l2] == 2 * 64 * 3 * 4687
+
+
 def _synthetic(coef: dict[str, list[float]], kernels: dict[str, dict], shapes: list[Problem]):
     return {p.key: {n: float(np.dot(coef[family(params)], features(params, p))) for n, params in kernels.items()}
             for p in shapes}

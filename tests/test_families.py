@@ -8,6 +8,7 @@ lane or swizzle formula fails here on a CPU.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -22,10 +23,10 @@ from hgemm.compile import compile_candidate
 from hgemm.problem import Problem
 from hgemm.tune import CLUSTER_CTAS_AT_ONCE
 from kernels_corpus import families
-from kernels_corpus.families import batched_small, mma_sync, skinny, wgmma
+from kernels_corpus.families import batched_small, mma_sync, narrow, skinny, wgmma
 
-FAMILY_MODULES = (mma_sync, skinny, batched_small, wgmma)
-HEADER_FAMILIES = (mma_sync, skinny, batched_small)   # renders that instantiate a header template
+FAMILY_MODULES = (mma_sync, skinny, batched_small, wgmma, narrow)
+HEADER_FAMILIES = (mma_sync, skinny, batched_small, narrow)   # renders that instantiate a header template
 EDGE_PROBLEMS = [
     Problem(1, 1, 1), Problem(1, 4096, 4096), Problem(17, 31, 7, batch=3), Problem(4097, 4095, 8193),
     Problem(128, 128, 128, batch=256), Problem(16384, 16384, 16384), Problem(64, 14336, 4096, layout="TN"),
@@ -80,6 +81,90 @@ def test_skinny_applicability():
     assert skinny.applicable(p, Problem(1, 4096, 4096))
     assert not skinny.applicable(p, Problem(128, 4096, 4096))
     assert not skinny.applicable(p, Problem(1, 4096, 4096, layout="TN"))
+
+
+def test_narrow_applicability():
+    four = dict(kind="narrow", nb=4, lpr=32, r=2, kw=1)
+    assert narrow.applicable(four, Problem(9856, 3, 1263, layout="TN"))
+    assert not narrow.applicable(four, Problem(9856, 2, 1263))          # N = 2 takes NB = 2
+    assert not narrow.applicable(four, Problem(9856, 17, 1263))         # past 16 columns: the tile families
+    assert not narrow.applicable(dict(four, lpr=8), Problem(9856, 3, 1263))   # 8 lanes a row: short rows only
+    assert narrow.applicable(dict(four, kw=8), Problem(64, 3, 4687))    # few rows, long K: the CTA shares k
+    assert not narrow.applicable(dict(four, kw=8), Problem(9856, 3, 4687))
+
+
+def _narrow_model(p: dict, problem: Problem, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """hgemm::Narrow's index arithmetic (hgemm/include/hgemm/narrow.cuh) run thread by thread in numpy
+    for one layout: each CTA's column block, which rows and k each lane reads, the LPR-lane butterfly,
+    the KW warps' partial sums and which lane stores which (row, n). Every output is asserted stored once."""
+    nb, lpr, r_, kw = p["nb"], p["lpr"], p["r"], p["kw"]
+    M, N, K = problem.M, problem.N, problem.K
+    warps, groups, rows = 8, 32 // lpr, narrow.rows_per_cta(p)
+    kc_size, step, unroll = 8192 // nb, kw * lpr, 8
+    Bt = B if problem.layout == "NN" else B.T   # B as K x N
+    C = np.full((M, N), np.nan)
+    stores = np.zeros((M, N), dtype=int)
+    for cta, n0 in itertools.product(range(-(-M // rows)), range(0, N, nb)):
+        nn = min(nb, N - n0)
+        sred = np.zeros((kw, rows, nb))
+        for warp in range(warps):
+            w_k, rw = warp % kw, warp // kw
+            acc = np.zeros((32, r_, nb))
+            for lane in range(32):
+                group, lg = lane // lpr, lane % lpr
+                row0 = cta * rows + (rw * groups + group) * r_
+                for kc in range(0, K, kc_size):
+                    kn = min(kc_size, K - kc)
+                    sb = np.zeros((kc_size, nb))
+                    sb[:kn, :nn] = Bt[kc:kc + kn, n0:n0 + nn]
+                    for k0 in range(w_k * lpr + lg, kn, step * unroll):
+                        for u in range(unroll):
+                            k = k0 + u * step
+                            if k < kn:
+                                for r in range(r_):
+                                    acc[lane, r] += A[min(row0 + r, M - 1), kc + k] * sb[k]
+            for lane0 in range(0, 32, lpr):   # the butterfly leaves the group's sum in each of its lanes
+                acc[lane0:lane0 + lpr] = acc[lane0:lane0 + lpr].sum(axis=0)
+            for lane in range(32):
+                group, lg = lane // lpr, lane % lpr
+                local0 = (rw * groups + group) * r_
+                for r in range(r_):
+                    for n in range(nb):
+                        if (r * nb + n) % lpr != lg:
+                            continue
+                        row = cta * rows + local0 + r
+                        if kw == 1:
+                            if n < nn and row < M:
+                                C[row, n0 + n] = acc[lane, r, n]
+                                stores[row, n0 + n] += 1
+                        else:
+                            sred[w_k, local0 + r, n] = acc[lane, r, n]
+        if kw > 1:
+            for i in range(rows * nb):
+                lr, n = divmod(i, nb)
+                row = cta * rows + lr
+                if n < nn and row < M:
+                    C[row, n0 + n] = sred[:, lr, n].sum()
+                    stores[row, n0 + n] += 1
+    assert (stores == 1).all()
+    return C
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+@pytest.mark.parametrize("params,shape", [
+    (dict(kind="narrow", nb=4, lpr=32, r=2, kw=1), (37, 3, 300)),    # a partial last CTA, a partial last step
+    (dict(kind="narrow", nb=1, lpr=8, r=4, kw=1), (45, 1, 19)),      # 4 rows a warp of 8-lane groups
+    (dict(kind="narrow", nb=8, lpr=32, r=1, kw=8), (5, 7, 1100)),    # the CTA's warps share k
+    (dict(kind="narrow", nb=2, lpr=32, r=1, kw=1), (9, 2, 4097 + 3)),  # B staged in two chunks
+    (dict(kind="narrow", nb=4, lpr=8, r=1, kw=8), (3, 11, 40)),      # past NB columns: three column blocks
+])
+def test_narrow_index_arithmetic_covers_each_product_once(params, shape, layout):
+    M, N, K = shape
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((M, K))
+    B = rng.standard_normal((K, N) if layout == "NN" else (N, K))
+    C = _narrow_model(params, Problem(M, N, K, layout=layout), A, B)
+    np.testing.assert_allclose(C, A @ (B if layout == "NN" else B.T), rtol=1e-10, atol=1e-10)
 
 
 # ---------------------------------------------------------------- mma_sync fragment emulation
@@ -265,6 +350,8 @@ HARNESS_PICKS = {
     "mma_sync": lambda vs: [vs[0], next(p for p in vs if p["split_k"] == 16), dict(vs[1], misaligned_loads="elem")],
     "skinny": lambda vs: [vs[0], next(p for p in vs if p["kind"] == "tn" and p["split_k"] > 1)],
     "batched_small": lambda vs: [vs[-1]],
+    # the most accumulators a thread (NB 16 x 2 rows, a CTA's warps sharing k) and the fewest
+    "narrow": lambda vs: [next(p for p in vs if p["nb"] == 16 and p["r"] == 2 and p["kw"] == 8), vs[0]],
 }
 
 
@@ -284,14 +371,15 @@ def test_header_family_instantiations_compile_through_the_harness(fam, tmp_path)
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
 def test_every_header_family_instantiation_compiles_without_spills(tmp_path):
-    """Every variant of mma_sync, skinny and batched_small, each layout it supports, through the
+    """Every variant of mma_sync, skinny, batched_small and narrow, each layout it supports, through the
     harness's compile path: no spills (beyond KNOWN_SPILLS, exactly those), no stack frame, no
     module-scope state, <= 255 registers."""
     import os
     from concurrent.futures import ThreadPoolExecutor
 
     jobs = [job for fam in HEADER_FAMILIES for job in _instantiations(fam, fam.variants())]
-    assert len(jobs) == 2 * (len(mma_sync.variants()) + len(batched_small.variants())) + len(skinny.variants())
+    assert len(jobs) == (2 * (len(mma_sync.variants()) + len(batched_small.variants()) + len(narrow.variants()))
+                         + len(skinny.variants()))
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
         failures = [m for m in ex.map(lambda job: _harness_compile(*job, tmp_path), jobs) if m]
     assert not failures, failures

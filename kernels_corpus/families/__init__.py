@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import random
 
-from . import batched_small, mma_sync, skinny, wgmma
+from . import batched_small, mma_sync, narrow, skinny, wgmma
 
-FAMILIES = (mma_sync, skinny, batched_small, wgmma)
+FAMILIES = (mma_sync, skinny, batched_small, wgmma, narrow)
 
 
 def all_params() -> list[tuple[object, dict]]:

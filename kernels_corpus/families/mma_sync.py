@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import itertools
 
+from .candidate_text import header_candidate
+
 HEADER = "mma_sync_gemm.cuh"   # the header whose template the renders instantiate
 SMEM_LIMIT = 227 * 1024
 
@@ -135,17 +137,7 @@ def render(p: dict) -> str:
     split = f", split-K up to {p['split_k']}" if p["split_k"] > 1 else ""
     tile = (f"hgemm::MmaSyncTile<{p['bm']}, {p['bn']}, {p['bk']}, {p['warps_m']}, {p['warps_n']}, {p['stages']}, "
             f"{p['group_m']}, hgemm::MisalignedLoads::{loads}>")
-    return "\n".join([
-        f"// mma.sync HGEMM: {p['bm']}x{p['bn']}x{p['bk']} CTA tile (BM x BN x BK), {p['warps_m']}x{p['warps_n']} warps, "
-        f"{p['stages']}-stage cp.async ring, grouped rasterisation (GROUP_M {p['group_m']}){split}",
-        f"#include <hgemm/{HEADER}>",
-        "",
-        spec_text(p),
-        "",
-        f'extern "C" __global__ void __launch_bounds__({32 * p["warps_m"] * p["warps_n"]}, {_min_blocks(p)})',
-        f"{name(p)}(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,",
-        "    int M, int N, int K, int batch, void* workspace) {",
-        f"  hgemm::MmaSyncGemm<{tile}>::run(A, B, C, M, N, K, batch, workspace);",
-        "}",
-        "",
-    ])
+    comment = (f"// mma.sync HGEMM: {p['bm']}x{p['bn']}x{p['bk']} CTA tile (BM x BN x BK), {p['warps_m']}x{p['warps_n']} "
+               f"warps, {p['stages']}-stage cp.async ring, grouped rasterisation (GROUP_M {p['group_m']}){split}")
+    return header_candidate(comment, HEADER, spec_text(p), name(p), 32 * p["warps_m"] * p["warps_n"], _min_blocks(p),
+                            f"hgemm::MmaSyncGemm<{tile}>")

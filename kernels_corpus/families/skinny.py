@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import itertools
 
+from .candidate_text import header_candidate
+
 HEADER = "skinny.cuh"   # the header whose template the renders instantiate
 NT = 256
 MT_CHOICES = (1, 2, 4, 8)
@@ -102,16 +104,4 @@ def render(p: dict) -> str:
     else:
         kernel = f"hgemm::SkinnyTN<{p['mt']}, {p['npw']}>"
         desc = f"// Skinny-M HGEMM, TN: {p['mt']} rows of C, {p['npw']} columns per warp, warp-shuffle reduction{split}"
-    return "\n".join([
-        desc,
-        f"#include <hgemm/{HEADER}>",
-        "",
-        spec_text(p),
-        "",
-        f'extern "C" __global__ void __launch_bounds__({NT}, {_min_blocks(p)})',
-        f"{name(p)}(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,",
-        "    int M, int N, int K, int batch, void* workspace) {",
-        f"  {kernel}::run(A, B, C, M, N, K, batch, workspace);",
-        "}",
-        "",
-    ])
+    return header_candidate(desc, HEADER, spec_text(p), name(p), NT, _min_blocks(p), kernel)

@@ -1,0 +1,173 @@
+// hgemm/narrow.cuh: narrow-N HGEMM (a few columns of C, N <= 16 where it pays), any M, K, batch, row
+// pitch and alignment, both layouts. With so few columns the GEMM is A (M x K) read once against a B
+// small enough to sit in shared memory: 2*M*K bytes of A, 2*M*K*N fp32 CUDA-core flops, no tensor cores.
+//
+//   Narrow<NB, LPR, R, KW>: a CTA's NB columns of C (grid.y: column blocks, one for N <= NB; past
+//     the block's end zeros), B staged as fp32 [KC][NB] in shared memory KC k at a time. Lanes walk A's rows along k: LPR lanes share a row, each lane R
+//     rows, so a warp's load of a row is one contiguous run of 2-byte elements. Any pitch and any
+//     base alignment therefore read at full width with no second code path, where the tile families
+//     fall back to element-wise or register-realigned loads. KW warps split each row's k (few rows,
+//     long K) and their sums meet in shared memory; a lane's NB sums per row meet across its LPR
+//     lanes by shuffles. No workspace, no split over CTAs, U loads a lane in flight before use.
+// Grid: (cdiv(M, ROWS), cdiv(N, NB), batch), ROWS = (8 / KW) * (32 / LPR) * R rows of C per 256-thread
+// CTA. Correct for any N; past a few column blocks each re-reads A, and the tile families are faster.
+//
+//   extern "C" __global__ void __launch_bounds__(256)
+//   my_narrow(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+//             int M, int N, int K, int batch, void* workspace) {
+//     hgemm::Narrow<4, 32, 2, 1>::run(A, B, C, M, N, K, batch, workspace);
+//   }
+//   launch: block 256, grid (cdiv(M, Narrow<4, 32, 2, 1>::ROWS), cdiv(N, 4), batch), smem Narrow<...>::SMEM_BYTES
+#pragma once
+
+#include <hgemm/common.cuh>
+
+namespace hgemm {
+
+template <int NB, int LPR, int R, int KW, int U = 8>
+struct Narrow {
+  static constexpr int NT = 256;
+  static constexpr int WARPS = NT / 32;
+  static constexpr int GROUPS = 32 / LPR;              // row groups of LPR lanes in a warp
+  static constexpr int ROWS = WARPS / KW * GROUPS * R;  // rows of C per CTA
+  static constexpr int KC = 8192 / NB;                 // k per staged chunk of B: 32 KB of fp32
+  static constexpr int RED = KW > 1 ? KW * ROWS * NB : 0;  // fp32 partial sums of the KW warps
+  static constexpr int SMEM_BYTES = (KC * NB + RED) * 4;
+  static_assert(NB == 1 || NB == 2 || NB == 4 || NB == 8 || NB == 16, "NB: a power of two up to 16");
+  static_assert(LPR >= 1 && LPR <= 32 && 32 % LPR == 0, "LPR lanes a row must divide the warp");
+  static_assert(KW >= 1 && WARPS % KW == 0, "KW warps a row must divide the CTA's warps");
+
+  // NB fp32 values of B's row k in shared memory, vector loads where NB allows.
+  __device__ __forceinline__ static void load_b(const float* p, float (&b)[NB]) {
+    if constexpr (NB % 4 == 0) {
+#pragma unroll
+      for (int j = 0; j < NB / 4; ++j) {
+        const float4 v = reinterpret_cast<const float4*>(p)[j];
+        b[4 * j] = v.x; b[4 * j + 1] = v.y; b[4 * j + 2] = v.z; b[4 * j + 3] = v.w;
+      }
+    } else if constexpr (NB == 2) {
+      const float2 v = *reinterpret_cast<const float2*>(p);
+      b[0] = v.x; b[1] = v.y;
+    } else {
+      b[0] = p[0];
+    }
+  }
+
+  // acc[r][n] += A[row r][k] * B[k][n] for one k: a[r] the rows' fp16 elements, bk B's row k staged.
+  __device__ __forceinline__ static void fma_step(const float* bk, const unsigned short (&a)[R], float (&acc)[R][NB]) {
+    float bv[NB];
+    load_b(bk, bv);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const float av = __half2float(__ushort_as_half(a[r]));
+#pragma unroll
+      for (int n = 0; n < NB; ++n) acc[r][n] = fmaf(av, bv[n], acc[r][n]);
+    }
+  }
+
+  // workspace: unused (the launch spec asks for none); the families' common entry signature
+  __device__ static void run(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+                             int M, int N, int K, int batch, void* /*workspace*/) {
+    extern __shared__ __align__(16) float smem[];  // [KC][NB] B chunk (fp32), then [KW][ROWS][NB] sums
+    float* sB = smem;
+    float* sRed = smem + KC * NB;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int kw = warp % KW, rw = warp / KW;   // this warp's share of k and its row slot
+    const int group = lane / LPR, lg = lane % LPR;
+    const long long b = blockIdx.z;
+    const int n0 = blockIdx.y * NB, nn = min(NB, N - n0);   // this CTA's columns of C and of B
+    const unsigned short* Ab = reinterpret_cast<const unsigned short*>(A) + b * (long long)M * K;
+    const unsigned short* Bb = reinterpret_cast<const unsigned short*>(B) + b * (long long)K * N;
+    const int local0 = (rw * GROUPS + group) * R;   // this lane's first row within the CTA's ROWS
+    const int row0 = blockIdx.x * ROWS + local0;
+
+    // Rows past M read row M-1 (valid memory) and are never stored.
+    const unsigned short* arow[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) arow[r] = Ab + (long long)min(row0 + r, M - 1) * K;
+
+    float acc[R][NB];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int n = 0; n < NB; ++n) acc[r][n] = 0.f;
+
+    // Columns nn..NB-1 stay zero in every chunk: only the block's columns are loaded.
+    for (int i = threadIdx.x; i < KC * NB; i += NT) sB[i] = 0.f;
+
+    constexpr int STEP = KW * LPR;   // k distance between a lane's consecutive elements
+    for (int kc = 0; kc < K; kc += KC) {
+      const int kn = min(KC, K - kc);
+      __syncthreads();   // the zero fill, or the last chunk's readers, are done
+      // A thread a k: NN reads B[k][n0..n0+nn-1] (a short run), TN B[n0 + n][k] (consecutive threads,
+      // consecutive elements).
+#pragma unroll 1
+      for (int k = threadIdx.x; k < kn; k += NT) {
+#pragma unroll
+        for (int n = 0; n < NB; ++n) {
+          if (n >= nn) break;
+          const long long src = kLayout == Layout::NN ? (long long)(kc + k) * N + n0 + n : (long long)(n0 + n) * K + kc + k;
+          sB[k * NB + n] = __half2float(__ushort_as_half(__ldg(Bb + src)));
+        }
+      }
+      __syncthreads();
+
+      // U steps with every k in range: the loads go out before any is used, with no guards; then the
+      // rest of the chunk one step at a time.
+      int k0 = kw * LPR + lg;
+#pragma unroll 1
+      for (; k0 + (U - 1) * STEP < kn; k0 += STEP * U) {
+        unsigned short a[U][R];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int r = 0; r < R; ++r) a[u][r] = __ldg(arow[r] + kc + k0 + u * STEP);
+#pragma unroll
+        for (int u = 0; u < U; ++u) fma_step(sB + (k0 + u * STEP) * NB, a[u], acc);
+      }
+#pragma unroll 1
+      for (; k0 < kn; k0 += STEP) {
+        unsigned short a[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) a[r] = __ldg(arow[r] + kc + k0);
+        fma_step(sB + k0 * NB, a, acc);
+      }
+    }
+
+    // The LPR lanes of a row group: butterfly sums, every lane of the group then holds them all.
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int n = 0; n < NB; ++n)
+#pragma unroll
+        for (int o = LPR / 2; o > 0; o >>= 1) acc[r][n] += __shfl_xor_sync(0xffffffffu, acc[r][n], o);
+
+    __half* Cb = C + b * (long long)M * N;
+    if constexpr (KW == 1) {
+      // the group's lanes share the stores: value (r, n) goes out from lane (r * NB + n) % LPR
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int n = 0; n < NB; ++n)
+          if ((r * NB + n) % LPR == lg && n < nn && row0 + r < M)
+            Cb[(long long)(row0 + r) * N + n0 + n] = __float2half_rn(acc[r][n]);
+    } else {
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int n = 0; n < NB; ++n)
+          if ((r * NB + n) % LPR == lg) sRed[(kw * ROWS + local0 + r) * NB + n] = acc[r][n];
+      __syncthreads();
+      for (int i = threadIdx.x; i < ROWS * NB; i += NT) {
+        const int lr = i / NB, n = i % NB, row = blockIdx.x * ROWS + lr;
+        if (n >= nn || row >= M) continue;
+        float s = 0.f;
+#pragma unroll
+        for (int w = 0; w < KW; ++w) s += sRed[(w * ROWS + lr) * NB + n];
+        Cb[(long long)row * N + n0 + n] = __float2half_rn(s);
+      }
+    }
+  }
+};
+
+}  // namespace hgemm

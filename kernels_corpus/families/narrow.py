@@ -1,0 +1,93 @@
+"""Narrow-N HGEMM family (N <= 16): A read once against a B that fits in shared memory.
+
+The kernel is hgemm::Narrow in hgemm/include/hgemm/narrow.cuh. With a handful of output columns the
+tile families spend a 64- or 128-wide tile on N and, on odd row pitches, load A through their
+element-wise or register-realigned paths; here lanes walk A's rows along k with 2-byte loads, so any
+pitch and alignment reads at full width, and B (N x K, at most 16 columns) is staged in shared memory
+as fp32. NB columns a k (the smallest power of two >= N), LPR lanes a row, R rows a lane, KW warps
+sharing a row's k for problems with few rows and a long K. Both layouts from one render (B's layout
+is a compile-time switch); no workspace. Correct for any N (grid.y walks blocks of NB columns, each
+reading A again), applicable where N <= 16.
+
+This module holds the parameter space, names, launch spec and applicability; `render(params)` returns
+the candidate text (the include, the launch spec and one entry instantiating the template).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from .candidate_text import header_candidate
+
+HEADER = "narrow.cuh"   # the header whose template the renders instantiate
+NT = 256
+WARPS = NT // 32
+NB_CHOICES = (1, 2, 4, 8, 16)
+LPR_CHOICES = (8, 32)       # lanes a row: 8 for short rows, 32 (a whole warp) for long ones
+R_CHOICES = (1, 2, 4)       # rows a lane; R * NB <= 32 accumulators keep a thread under ~64 registers
+KW_CHOICES = (1, 8)         # warps a row: 8 spreads few rows' k over the CTA
+MAX_ACCUMULATORS = 32
+
+SHORT_ROWS = 1024           # K up to this may take 8 lanes a row
+FEW_ROWS = 2048             # M * batch up to this may split a row's k over the CTA's warps
+
+
+def variants() -> list[dict]:
+    return [dict(kind="narrow", nb=nb, lpr=lpr, r=r, kw=kw)
+            for nb, lpr, r, kw in itertools.product(NB_CHOICES, LPR_CHOICES, R_CHOICES, KW_CHOICES)
+            if r * nb <= MAX_ACCUMULATORS]
+
+
+def name(p: dict) -> str:
+    return f"narrow_nb{p['nb']}_l{p['lpr']}_r{p['r']}_w{p['kw']}"
+
+
+def rows_per_cta(p: dict) -> int:
+    return WARPS // p["kw"] * (32 // p["lpr"]) * p["r"]
+
+
+def min_blocks(p: dict) -> int:
+    """CTAs an SM for __launch_bounds__: 4 (64 registers a thread) for up to 16 accumulators, else 2
+    (128). Left without a bound, ptxas spilled predicates and loop-invariant values around the barriers
+    of some variants at 32-48 registers."""
+    return 4 if p["r"] * p["nb"] <= 16 else 2
+
+
+def smem_bytes(p: dict) -> int:
+    """The template's SMEM_BYTES: a 32-KB fp32 chunk of B, and the KW warps' partial sums."""
+    red = p["kw"] * rows_per_cta(p) * p["nb"] if p["kw"] > 1 else 0
+    return (8192 + red) * 4
+
+
+def applicable(p: dict, problem) -> bool:
+    if problem.N > 16:
+        return False
+    # the smallest NB that holds N: a wider one only adds zero columns
+    if p["nb"] != min(nb for nb in NB_CHOICES if nb >= problem.N):
+        return False
+    if p["lpr"] == 8 and problem.K > SHORT_ROWS:
+        return False
+    return p["kw"] == 1 or (problem.M * problem.batch <= FEW_ROWS and problem.K >= 256)
+
+
+def spec_text(p: dict) -> str:
+    return "\n".join([
+        "/*@launch",
+        f"entry: {name(p)}",
+        f"block: {NT}",
+        f"grid: cdiv(M, {rows_per_cta(p)}), cdiv(N, {p['nb']}), batch",
+        f"smem: {smem_bytes(p)}",
+        "workspace: 0",
+        "layouts: NN, TN",
+        "@*/",
+    ])
+
+
+def render(p: dict) -> str:
+    """The candidate: the header include, the launch spec and an entry instantiating hgemm::Narrow
+    (hgemm/include/hgemm/narrow.cuh)."""
+    split = f", {p['kw']} warps sharing a row's k" if p["kw"] > 1 else ""
+    desc = (f"// Narrow-N HGEMM (N <= {p['nb']}): B staged in shared memory, {p['lpr']} lanes a row of A, "
+            f"{p['r']} rows a lane{split}")
+    return header_candidate(desc, HEADER, spec_text(p), name(p), NT, min_blocks(p),
+                            f"hgemm::Narrow<{p['nb']}, {p['lpr']}, {p['r']}, {p['kw']}>")

@@ -98,10 +98,11 @@ def features(params: dict, p: Problem) -> list[float]:
     """The terms of FEATURES for one kernel on one problem (the module docstring says what each is)."""
     split = params.get("split_k", 1)
     dram = 2 * p.batch * (p.M * p.K + p.K * p.N + p.M * p.N)
-    if params.get("kind") == "narrow":  # a lane group a row of A, k in sequence; B staged once a CTA
-        ctas = _cdiv(p.M, narrow.rows_per_cta(params)) * p.batch
+    if params.get("kind") == "narrow":  # a lane group a walked row, k in sequence; the other operand staged a CTA
+        rows, cols = narrow.roles(params, p)
+        ctas = _cdiv(rows, narrow.rows_per_cta(params)) * p.batch
         chain = _cdiv(ctas, NUM_SMS * NARROW_CTAS_PER_SM) * _cdiv(p.K, params["kw"] * params["lpr"]) * params["r"]
-        return [1.0, dram, 0.0, 0.0, 2.0 * ctas * p.N * p.K, 0.0, chain, 0.0, 0.0]
+        return [1.0, dram, 0.0, 0.0, 2.0 * ctas * cols * p.K, 0.0, chain, 0.0, 0.0]
     if "bm" not in params:  # skinny: mt output rows a warp, split over K with fp32 atomics
         partials = 4 * p.batch * p.M * p.N * split if split > 1 else 0
         rows = _cdiv(p.M, params["mt"]) * p.batch * split

@@ -65,10 +65,11 @@ def _cdiv(a: int, b: int) -> int:
 def estimate(params: dict, problem: Problem) -> float:
     """A relative cost for ranking tensor-core tile variants: waves of CTAs times the work of one CTA,
     discounted by the tile's arithmetic intensity (small tiles re-read operands more often)."""
-    if params.get("kind") == "narrow":  # bandwidth-bound on A: rank by each lane's chain of loads
-        ctas = _cdiv(problem.M, narrow.rows_per_cta(params)) * problem.batch
+    if params.get("kind") == "narrow":  # bandwidth-bound on the walked operand: rank by a lane's chain of loads
+        rows, cols = narrow.roles(params, problem)
+        ctas = _cdiv(rows, narrow.rows_per_cta(params)) * problem.batch
         chain = _cdiv(problem.K, params["kw"] * params["lpr"]) * params["r"]
-        return float(_cdiv(ctas, NUM_SMS * NARROW_CTAS_PER_SM) * chain) + ctas * problem.N * problem.K / (NUM_SMS * 256)
+        return float(_cdiv(ctas, NUM_SMS * NARROW_CTAS_PER_SM) * chain) + ctas * cols * problem.K / (NUM_SMS * 256)
     if "bm" not in params:  # skinny family: bandwidth-bound, rank by rows per CTA and split
         return float(_cdiv(problem.M, params.get("mt", 1))) / max(1, params.get("split_k", 1))
     bm, bn = params["bm"], params["bn"]

@@ -214,7 +214,7 @@ def test_a_family_the_framing_grid_lacks_is_framed_with_a_problem_it_serves():
     from hgemm.problem import Problem
     from kernels_corpus.families import narrow
 
-    params = dict(kind="narrow", nb=4, lpr=32, r=2, kw=1)
+    params = dict(kind="narrow", nb=4, lpr=32, r=2, kw=1, swap=False)
     text = harvest.frame_family_variant(narrow.name(params), narrow.render(params), random.Random(0))
     m, n, k, b = (int(v.split("=")[1]) for v in text.split("shape: ", 1)[1].splitlines()[0].split())
     assert narrow.applicable(params, Problem(m, n, k, b)) and 3 <= n <= 4

@@ -84,13 +84,18 @@ def test_skinny_applicability():
 
 
 def test_narrow_applicability():
-    four = dict(kind="narrow", nb=4, lpr=32, r=2, kw=1)
+    four = dict(kind="narrow", nb=4, lpr=32, r=2, kw=1, swap=False)
     assert narrow.applicable(four, Problem(9856, 3, 1263, layout="TN"))
     assert not narrow.applicable(four, Problem(9856, 2, 1263))          # N = 2 takes NB = 2
     assert not narrow.applicable(four, Problem(9856, 17, 1263))         # past 16 columns: the tile families
     assert not narrow.applicable(dict(four, lpr=8), Problem(9856, 3, 1263))   # 8 lanes a row: short rows only
     assert narrow.applicable(dict(four, kw=8), Problem(64, 3, 4687))    # few rows, long K: the CTA shares k
     assert not narrow.applicable(dict(four, kw=8), Problem(9856, 3, 4687))
+    few_rows = dict(four, swap=True)                                    # TN with a few rows: the roles swap
+    assert narrow.applicable(few_rows, Problem(3, 9856, 1263, layout="TN"))
+    assert not narrow.applicable(few_rows, Problem(3, 9856, 1263))      # NN's B is K x N: not row-major over k
+    assert not narrow.applicable(few_rows, Problem(9856, 3, 1263, layout="TN"))
+    assert parse_candidate(narrow.render(few_rows)).spec.layouts == ("TN",)
 
 
 def _narrow_model(p: dict, problem: Problem, A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -98,11 +103,13 @@ def _narrow_model(p: dict, problem: Problem, A: np.ndarray, B: np.ndarray) -> np
     for one layout: each CTA's column block, which rows and k each lane reads, the LPR-lane butterfly,
     the KW warps' partial sums and which lane stores which (row, n). Every output is asserted stored once."""
     nb, lpr, r_, kw = p["nb"], p["lpr"], p["r"], p["kw"]
-    M, N, K = problem.M, problem.N, problem.K
+    K = problem.K
+    # the walked operand (M x K, or with swap B: N x K) and the staged one as K x columns
+    M, N = narrow.roles(p, problem)
+    walked, staged = (B, A.T) if p["swap"] else (A, B if problem.layout == "NN" else B.T)
     warps, groups, rows = 8, 32 // lpr, narrow.rows_per_cta(p)
     kc_size, step, unroll = 8192 // nb, kw * lpr, 8
-    Bt = B if problem.layout == "NN" else B.T   # B as K x N
-    C = np.full((M, N), np.nan)
+    C = np.full((M, N), np.nan)   # the product in the kernel's roles; transposed back at the end for swap
     stores = np.zeros((M, N), dtype=int)
     for cta, n0 in itertools.product(range(-(-M // rows)), range(0, N, nb)):
         nn = min(nb, N - n0)
@@ -116,13 +123,13 @@ def _narrow_model(p: dict, problem: Problem, A: np.ndarray, B: np.ndarray) -> np
                 for kc in range(0, K, kc_size):
                     kn = min(kc_size, K - kc)
                     sb = np.zeros((kc_size, nb))
-                    sb[:kn, :nn] = Bt[kc:kc + kn, n0:n0 + nn]
+                    sb[:kn, :nn] = staged[kc:kc + kn, n0:n0 + nn]
                     for k0 in range(w_k * lpr + lg, kn, step * unroll):
                         for u in range(unroll):
                             k = k0 + u * step
                             if k < kn:
                                 for r in range(r_):
-                                    acc[lane, r] += A[min(row0 + r, M - 1), kc + k] * sb[k]
+                                    acc[lane, r] += walked[min(row0 + r, M - 1), kc + k] * sb[k]
             for lane0 in range(0, 32, lpr):   # the butterfly leaves the group's sum in each of its lanes
                 acc[lane0:lane0 + lpr] = acc[lane0:lane0 + lpr].sum(axis=0)
             for lane in range(32):
@@ -147,18 +154,22 @@ def _narrow_model(p: dict, problem: Problem, A: np.ndarray, B: np.ndarray) -> np
                     C[row, n0 + n] = sred[:, lr, n].sum()
                     stores[row, n0 + n] += 1
     assert (stores == 1).all()
-    return C
+    return C.T if p["swap"] else C
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
 @pytest.mark.parametrize("params,shape", [
-    (dict(kind="narrow", nb=4, lpr=32, r=2, kw=1), (37, 3, 300)),    # a partial last CTA, a partial last step
-    (dict(kind="narrow", nb=1, lpr=8, r=4, kw=1), (45, 1, 19)),      # 4 rows a warp of 8-lane groups
-    (dict(kind="narrow", nb=8, lpr=32, r=1, kw=8), (5, 7, 1100)),    # the CTA's warps share k
-    (dict(kind="narrow", nb=2, lpr=32, r=1, kw=1), (9, 2, 4097 + 3)),  # B staged in two chunks
-    (dict(kind="narrow", nb=4, lpr=8, r=1, kw=8), (3, 11, 40)),      # past NB columns: three column blocks
+    (dict(kind="narrow", nb=4, lpr=32, r=2, kw=1, swap=False), (37, 3, 300)),    # a partial last CTA, a partial last step
+    (dict(kind="narrow", nb=1, lpr=8, r=4, kw=1, swap=False), (45, 1, 19)),      # 4 rows a warp of 8-lane groups
+    (dict(kind="narrow", nb=8, lpr=32, r=1, kw=8, swap=False), (5, 7, 1100)),    # the CTA's warps share k
+    (dict(kind="narrow", nb=2, lpr=32, r=1, kw=1, swap=False), (9, 2, 4097 + 3)),  # B staged in two chunks
+    (dict(kind="narrow", nb=4, lpr=8, r=1, kw=8, swap=False), (3, 11, 40)),      # past NB columns: three column blocks
+    (dict(kind="narrow", nb=4, lpr=32, r=2, kw=1, swap=True), (3, 37, 300)),     # a few rows: B walked, C transposed
+    (dict(kind="narrow", nb=2, lpr=8, r=4, kw=1, swap=True), (5, 40, 19)),       # and past NB rows: three blocks
 ])
 def test_narrow_index_arithmetic_covers_each_product_once(params, shape, layout):
+    if params["swap"] and layout == "NN":
+        pytest.skip("the swap variants are TN only")
     M, N, K = shape
     rng = np.random.default_rng(0)
     A = rng.standard_normal((M, K))
@@ -351,7 +362,8 @@ HARNESS_PICKS = {
     "skinny": lambda vs: [vs[0], next(p for p in vs if p["kind"] == "tn" and p["split_k"] > 1)],
     "batched_small": lambda vs: [vs[-1]],
     # the most accumulators a thread (NB 16 x 2 rows, a CTA's warps sharing k) and the fewest
-    "narrow": lambda vs: [next(p for p in vs if p["nb"] == 16 and p["r"] == 2 and p["kw"] == 8), vs[0]],
+    "narrow": lambda vs: [next(p for p in vs if p["nb"] == 16 and p["r"] == 2 and p["kw"] == 8), vs[0],
+                          next(p for p in vs if p["swap"])],
 }
 
 
@@ -378,8 +390,9 @@ def test_every_header_family_instantiation_compiles_without_spills(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
     jobs = [job for fam in HEADER_FAMILIES for job in _instantiations(fam, fam.variants())]
+    swapped = sum(p["swap"] for p in narrow.variants())   # TN alone
     assert len(jobs) == (2 * (len(mma_sync.variants()) + len(batched_small.variants()) + len(narrow.variants()))
-                         + len(skinny.variants()))
+                         + len(skinny.variants()) - swapped)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
         failures = [m for m in ex.map(lambda job: _harness_compile(*job, tmp_path), jobs) if m]
     assert not failures, failures

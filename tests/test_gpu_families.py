@@ -77,18 +77,21 @@ def test_family_variants_verify_on_edge_shapes(layout):
     assert not failures, failures
 
 
-# The narrow-N family's own shapes: odd pitches, B staged in several chunks (K past 8192 / NB), few rows
-# with a long K (warps sharing k), batch, and N past NB (column blocks), where every variant must verify.
+# The narrow family's own shapes: odd pitches, the staged operand in several chunks (K past 8192 / NB),
+# few rows with a long K (warps sharing k), batch, N past NB (column blocks), and (TN, the swap variants)
+# a few rows of C, where every variant must verify.
 NARROW = [Problem(9856, 3, 1263), Problem(37, 3, 300, 3), Problem(64, 3, 4687), Problem(3009, 1, 89, 8),
-          Problem(5, 16, 9001), Problem(2688, 5, 64), Problem(63, 7, 1025, 2), Problem(300, 2, 20000)]
+          Problem(5, 16, 9001), Problem(2688, 5, 64), Problem(63, 7, 1025, 2), Problem(300, 2, 20000),
+          Problem(9, 1536, 745, 7), Problem(3, 9856, 1263), Problem(16, 300, 20000), Problem(1, 4099, 64)]
 NARROW_ANY = [Problem(1, 1, 1), Problem(100, 9, 2049), Problem(17, 40, 33), Problem(20, 2, 9000)]  # every variant
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
 def test_narrow_variants_verify_on_the_shapes_they_serve(layout):
+    from hgemm.candidate import parse_spec
     from kernels_corpus.families import narrow
 
-    variants = narrow.variants()
+    variants = [v for v in narrow.variants() if layout in parse_spec(narrow.render(v)).layouts]
     problems = [[q for q in (Problem(p.M, p.N, p.K, p.batch, layout) for p in NARROW) if narrow.applicable(v, q)]
                 + [Problem(p.M, p.N, p.K, p.batch, layout) for p in NARROW_ANY] for v in variants]
     with KernelJudge(EvalOptions(timing=False)) as judge:

@@ -7,7 +7,9 @@ pitch and alignment reads at full width, and B (N x K, at most 16 columns) is st
 as fp32. NB columns a k (the smallest power of two >= N), LPR lanes a row, R rows a lane, KW warps
 sharing a row's k for problems with few rows and a long K. Both layouts from one render (B's layout
 is a compile-time switch); no workspace. Correct for any N (grid.y walks blocks of NB columns, each
-reading A again), applicable where N <= 16.
+reading A again), applicable where N <= 16. TN is symmetric in A and B (both row-major over k), so the
+`swap` variants serve a few rows instead (M <= 16): B's rows are walked, A is staged, C is written
+transposed; they render for TN alone.
 
 This module holds the parameter space, names, launch spec and applicability; `render(params)` returns
 the candidate text (the include, the launch spec and one entry instantiating the template).
@@ -33,13 +35,22 @@ FEW_ROWS = 2048             # M * batch up to this may split a row's k over the 
 
 
 def variants() -> list[dict]:
-    return [dict(kind="narrow", nb=nb, lpr=lpr, r=r, kw=kw)
-            for nb, lpr, r, kw in itertools.product(NB_CHOICES, LPR_CHOICES, R_CHOICES, KW_CHOICES)
-            if r * nb <= MAX_ACCUMULATORS]
+    few_columns = [dict(kind="narrow", nb=nb, lpr=lpr, r=r, kw=kw, swap=False)
+                   for nb, lpr, r, kw in itertools.product(NB_CHOICES, LPR_CHOICES, R_CHOICES, KW_CHOICES)
+                   if r * nb <= MAX_ACCUMULATORS]
+    # a few rows (TN): B's N rows are many where this pays, so no warps share a row's k
+    few_rows = [dict(kind="narrow", nb=nb, lpr=lpr, r=r, kw=1, swap=True)
+                for nb, lpr, r in itertools.product(NB_CHOICES, LPR_CHOICES, R_CHOICES) if r * nb <= MAX_ACCUMULATORS]
+    return few_columns + few_rows
 
 
 def name(p: dict) -> str:
-    return f"narrow_nb{p['nb']}_l{p['lpr']}_r{p['r']}_w{p['kw']}"
+    return f"narrow_nb{p['nb']}_l{p['lpr']}_r{p['r']}_w{p['kw']}" + ("_swap" if p["swap"] else "")
+
+
+def roles(p: dict, problem) -> tuple[int, int]:
+    """(walked rows, staged columns) of the product: (M, N), or (N, M) for a swap variant."""
+    return (problem.N, problem.M) if p["swap"] else (problem.M, problem.N)
 
 
 def rows_per_cta(p: dict) -> int:
@@ -47,10 +58,10 @@ def rows_per_cta(p: dict) -> int:
 
 
 def min_blocks(p: dict) -> int:
-    """CTAs an SM for __launch_bounds__: 4 (64 registers a thread) for up to 16 accumulators, else 2
+    """CTAs an SM for __launch_bounds__: 4 (64 registers a thread) for up to 8 accumulators, else 2
     (128). Left without a bound, ptxas spilled predicates and loop-invariant values around the barriers
-    of some variants at 32-48 registers."""
-    return 4 if p["r"] * p["nb"] <= 16 else 2
+    of some variants at 32-48 registers; at 64, the 16-accumulator ones spill."""
+    return 4 if p["r"] * p["nb"] <= 8 else 2
 
 
 def smem_bytes(p: dict) -> int:
@@ -60,14 +71,17 @@ def smem_bytes(p: dict) -> int:
 
 
 def applicable(p: dict, problem) -> bool:
-    if problem.N > 16:
+    if p["swap"] and problem.layout != "TN":
         return False
-    # the smallest NB that holds N: a wider one only adds zero columns
-    if p["nb"] != min(nb for nb in NB_CHOICES if nb >= problem.N):
+    rows, cols = roles(p, problem)
+    if cols > 16:
+        return False
+    # the smallest NB that holds the staged columns: a wider one only adds zeros
+    if p["nb"] != min(nb for nb in NB_CHOICES if nb >= cols):
         return False
     if p["lpr"] == 8 and problem.K > SHORT_ROWS:
         return False
-    return p["kw"] == 1 or (problem.M * problem.batch <= FEW_ROWS and problem.K >= 256)
+    return p["kw"] == 1 or (rows * problem.batch <= FEW_ROWS and problem.K >= 256)
 
 
 def spec_text(p: dict) -> str:
@@ -75,10 +89,10 @@ def spec_text(p: dict) -> str:
         "/*@launch",
         f"entry: {name(p)}",
         f"block: {NT}",
-        f"grid: cdiv(M, {rows_per_cta(p)}), cdiv(N, {p['nb']}), batch",
+        f"grid: cdiv({'N' if p['swap'] else 'M'}, {rows_per_cta(p)}), cdiv({'M' if p['swap'] else 'N'}, {p['nb']}), batch",
         f"smem: {smem_bytes(p)}",
         "workspace: 0",
-        "layouts: NN, TN",
+        f"layouts: {'TN' if p['swap'] else 'NN, TN'}",
         "@*/",
     ])
 
@@ -87,7 +101,12 @@ def render(p: dict) -> str:
     """The candidate: the header include, the launch spec and an entry instantiating hgemm::Narrow
     (hgemm/include/hgemm/narrow.cuh)."""
     split = f", {p['kw']} warps sharing a row's k" if p["kw"] > 1 else ""
-    desc = (f"// Narrow-N HGEMM (N <= {p['nb']}): B staged in shared memory, {p['lpr']} lanes a row of A, "
-            f"{p['r']} rows a lane{split}")
+    if p["swap"]:
+        desc = (f"// Narrow HGEMM, TN, M <= {p['nb']}: A staged in shared memory, {p['lpr']} lanes a row of B, "
+                f"{p['r']} rows a lane, C written transposed")
+    else:
+        desc = (f"// Narrow-N HGEMM (N <= {p['nb']}): B staged in shared memory, {p['lpr']} lanes a row of A, "
+                f"{p['r']} rows a lane{split}")
+    swap = ", true" if p["swap"] else ""
     return header_candidate(desc, HEADER, spec_text(p), name(p), NT, min_blocks(p),
-                            f"hgemm::Narrow<{p['nb']}, {p['lpr']}, {p['r']}, {p['kw']}>")
+                            f"hgemm::Narrow<{p['nb']}, {p['lpr']}, {p['r']}, {p['kw']}{swap}>")

@@ -2,17 +2,21 @@
 // pitch and alignment, both layouts. With so few columns the GEMM is A (M x K) read once against a B
 // small enough to sit in shared memory: 2*M*K bytes of A, 2*M*K*N fp32 CUDA-core flops, no tensor cores.
 //
-//   Narrow<NB, LPR, R, KW>: a CTA's NB columns of C (grid.y: column blocks, one for N <= NB; past
-//     the block's end zeros), B staged as fp32 [KC][NB] in shared memory KC k at a time. Lanes walk A's rows along k: LPR lanes share a row, each lane R
-//     rows, so a warp's load of a row is one contiguous run of 2-byte elements. Any pitch and any
-//     base alignment therefore read at full width with no second code path, where the tile families
-//     fall back to element-wise or register-realigned loads. KW warps split each row's k (few rows,
-//     long K) and their sums meet in shared memory; a lane's NB sums per row meet across its LPR
-//     lanes by shuffles. No workspace, no split over CTAs, U loads a lane in flight before use.
-// Grid: (cdiv(M, ROWS), cdiv(N, NB), batch), ROWS = (8 / KW) * (32 / LPR) * R rows of C per 256-thread
-// CTA. Correct for any N; past a few column blocks each re-reads A, and the tile families are faster.
+//   Narrow<NB, LPR, R, KW, SWAP>: a CTA's NB columns of C (grid.y: column blocks, one for N <= NB;
+//     past the block's end zeros), B staged as fp32 [KC][NB] in shared memory KC k at a time. Lanes
+//     walk A's rows along k: LPR lanes share a row, each lane R rows, so a warp's load of a row is one
+//     contiguous run of 2-byte elements. Any pitch and any base alignment therefore read at full
+//     width with no second code path, where the tile families fall back to element-wise or
+//     register-realigned loads. KW warps split each row's k (few rows, long K) and their sums meet in
+//     shared memory; a lane's NB sums per row meet across its LPR lanes by shuffles. No workspace, no
+//     split over CTAs, U loads a lane in flight before use.
+//   SWAP (TN only, where A and B are both row-major over k): the roles swap for a few rows of C
+//     (M <= 16): B's N rows are walked, A is staged, and C is written transposed back into place.
+// Grid: (cdiv(M, ROWS), cdiv(N, NB), batch), with SWAP (cdiv(N, ROWS), cdiv(M, NB), batch); ROWS =
+// (8 / KW) * (32 / LPR) * R walked rows per 256-thread CTA. Correct for any shape; past a few column
+// blocks each re-reads the walked operand, and the tile families are faster.
 //
-//   extern "C" __global__ void __launch_bounds__(256)
+//   extern "C" __global__ void __launch_bounds__(256, 4)
 //   my_narrow(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
 //             int M, int N, int K, int batch, void* workspace) {
 //     hgemm::Narrow<4, 32, 2, 1>::run(A, B, C, M, N, K, batch, workspace);
@@ -24,7 +28,7 @@
 
 namespace hgemm {
 
-template <int NB, int LPR, int R, int KW, int U = 8>
+template <int NB, int LPR, int R, int KW, bool SWAP = false, int U = 8>
 struct Narrow {
   static constexpr int NT = 256;
   static constexpr int WARPS = NT / 32;
@@ -36,6 +40,7 @@ struct Narrow {
   static_assert(NB == 1 || NB == 2 || NB == 4 || NB == 8 || NB == 16, "NB: a power of two up to 16");
   static_assert(LPR >= 1 && LPR <= 32 && 32 % LPR == 0, "LPR lanes a row must divide the warp");
   static_assert(KW >= 1 && WARPS % KW == 0, "KW warps a row must divide the CTA's warps");
+  static_assert(!SWAP || kLayout == Layout::TN, "SWAP needs both operands row-major over k (TN)");
 
   // NB fp32 values of B's row k in shared memory, vector loads where NB allows.
   __device__ __forceinline__ static void load_b(const float* p, float (&b)[NB]) {
@@ -75,16 +80,21 @@ struct Narrow {
     const int kw = warp % KW, rw = warp / KW;   // this warp's share of k and its row slot
     const int group = lane / LPR, lg = lane % LPR;
     const long long b = blockIdx.z;
-    const int n0 = blockIdx.y * NB, nn = min(NB, N - n0);   // this CTA's columns of C and of B
     const unsigned short* Ab = reinterpret_cast<const unsigned short*>(A) + b * (long long)M * K;
     const unsigned short* Bb = reinterpret_cast<const unsigned short*>(B) + b * (long long)K * N;
+    // the walked operand (rows x K) and the staged one (cols x K, or K x cols for NN's B)
+    const int rows = SWAP ? N : M, cols = SWAP ? M : N;
+    const unsigned short* walked = SWAP ? Bb : Ab;
+    const unsigned short* staged = SWAP ? Ab : Bb;
+    constexpr bool k_major = kLayout == Layout::NN;   // NN's B is K x N; the rest are row-major over k
+    const int n0 = blockIdx.y * NB, nn = min(NB, cols - n0);   // this CTA's columns of the product
     const int local0 = (rw * GROUPS + group) * R;   // this lane's first row within the CTA's ROWS
     const int row0 = blockIdx.x * ROWS + local0;
 
-    // Rows past M read row M-1 (valid memory) and are never stored.
+    // Rows past the last read the last one (valid memory) and are never stored.
     const unsigned short* arow[R];
 #pragma unroll
-    for (int r = 0; r < R; ++r) arow[r] = Ab + (long long)min(row0 + r, M - 1) * K;
+    for (int r = 0; r < R; ++r) arow[r] = walked + (long long)min(row0 + r, rows - 1) * K;
 
     float acc[R][NB];
 #pragma unroll
@@ -99,15 +109,15 @@ struct Narrow {
     for (int kc = 0; kc < K; kc += KC) {
       const int kn = min(KC, K - kc);
       __syncthreads();   // the zero fill, or the last chunk's readers, are done
-      // A thread a k: NN reads B[k][n0..n0+nn-1] (a short run), TN B[n0 + n][k] (consecutive threads,
-      // consecutive elements).
+      // A thread a k: NN reads B[k][n0..n0+nn-1] (a short run), TN B[n0 + n][k] (or with SWAP A's row
+      // n0 + n: consecutive threads, consecutive elements).
 #pragma unroll 1
       for (int k = threadIdx.x; k < kn; k += NT) {
 #pragma unroll
         for (int n = 0; n < NB; ++n) {
           if (n >= nn) break;
-          const long long src = kLayout == Layout::NN ? (long long)(kc + k) * N + n0 + n : (long long)(n0 + n) * K + kc + k;
-          sB[k * NB + n] = __half2float(__ushort_as_half(__ldg(Bb + src)));
+          const long long src = k_major ? (long long)(kc + k) * cols + n0 + n : (long long)(n0 + n) * K + kc + k;
+          sB[k * NB + n] = __half2float(__ushort_as_half(__ldg(staged + src)));
         }
       }
       __syncthreads();
@@ -143,14 +153,16 @@ struct Narrow {
         for (int o = LPR / 2; o > 0; o >>= 1) acc[r][n] += __shfl_xor_sync(0xffffffffu, acc[r][n], o);
 
     __half* Cb = C + b * (long long)M * N;
+    // product (row, column) in C: C[row][column], or with SWAP C[column][row]
+    auto at = [&](int row, int col) { return SWAP ? (long long)col * rows + row : (long long)row * cols + col; };
     if constexpr (KW == 1) {
       // the group's lanes share the stores: value (r, n) goes out from lane (r * NB + n) % LPR
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int n = 0; n < NB; ++n)
-          if ((r * NB + n) % LPR == lg && n < nn && row0 + r < M)
-            Cb[(long long)(row0 + r) * N + n0 + n] = __float2half_rn(acc[r][n]);
+          if ((r * NB + n) % LPR == lg && n < nn && row0 + r < rows)
+            Cb[at(row0 + r, n0 + n)] = __float2half_rn(acc[r][n]);
     } else {
 #pragma unroll
       for (int r = 0; r < R; ++r)
@@ -160,11 +172,11 @@ struct Narrow {
       __syncthreads();
       for (int i = threadIdx.x; i < ROWS * NB; i += NT) {
         const int lr = i / NB, n = i % NB, row = blockIdx.x * ROWS + lr;
-        if (n >= nn || row >= M) continue;
+        if (n >= nn || row >= rows) continue;
         float s = 0.f;
 #pragma unroll
         for (int w = 0; w < KW; ++w) s += sRed[(w * ROWS + lr) * NB + n];
-        Cb[(long long)row * N + n0 + n] = __float2half_rn(s);
+        Cb[at(row, n0 + n)] = __float2half_rn(s);
       }
     }
   }

@@ -98,84 +98,121 @@ def test_narrow_applicability():
     assert parse_candidate(narrow.render(few_rows)).spec.layouts == ("TN",)
 
 
-def _narrow_model(p: dict, problem: Problem, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """hgemm::Narrow's index arithmetic (hgemm/include/hgemm/narrow.cuh) run thread by thread in numpy
-    for one layout: each CTA's column block, which rows and k each lane reads, the LPR-lane butterfly,
-    the KW warps' partial sums and which lane stores which (row, n). Every output is asserted stored once."""
-    nb, lpr, r_, kw = p["nb"], p["lpr"], p["r"], p["kw"]
-    K = problem.K
-    # the walked operand (M x K, or with swap B: N x K) and the staged one as K x columns
-    M, N = narrow.roles(p, problem)
-    walked, staged = (B, A.T) if p["swap"] else (A, B if problem.layout == "NN" else B.T)
-    warps, groups, rows = 8, 32 // lpr, narrow.rows_per_cta(p)
-    kc_size, step, unroll = 8192 // nb, kw * lpr, 8
-    C = np.full((M, N), np.nan)   # the product in the kernel's roles; transposed back at the end for swap
-    stores = np.zeros((M, N), dtype=int)
-    for cta, n0 in itertools.product(range(-(-M // rows)), range(0, N, nb)):
-        nn = min(nb, N - n0)
-        sred = np.zeros((kw, rows, nb))
-        for warp in range(warps):
-            w_k, rw = warp % kw, warp // kw
-            acc = np.zeros((32, r_, nb))
+def _narrow_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """hgemm::Narrow::run (hgemm/include/hgemm/narrow.cuh) line by line over flat buffers, one CTA and
+    thread at a time, in the kernel's own index formulas: the batch offsets, the staged chunk's source
+    addresses, the unrolled and the remaining k steps, the butterfly, the KW warps' sums and the store
+    address (transposed for swap). Every global and shared access is bounds-checked, a shared value is
+    never read before it is written, and every element of C is asserted stored once."""
+    nb, lpr, r_, kw, swap = p["nb"], p["lpr"], p["r"], p["kw"], p["swap"]
+    groups, rows_cta = 32 // lpr, narrow.rows_per_cta(p)
+    kc_size, step = 8192 // nb, kw * lpr
+    unroll = min(8, max(1, kc_size // step))
+    red = kw * rows_cta * nb if kw > 1 else 0
+    assert (kc_size * nb + red) * 4 == narrow.smem_bytes(p)
+    a_flat, b_flat = A.ravel(), B.ravel()
+    c_flat, stores = np.full(batch * M * N, np.nan), np.zeros(batch * M * N, dtype=int)
+
+    def load(buf, i):
+        assert 0 <= i < buf.size, f"read {i} of {buf.size}"
+        return buf[i]
+
+    rows, cols = (N, M) if swap else (M, N)
+    walked, staged = (b_flat, a_flat) if swap else (a_flat, b_flat)
+    for bz, by, bx in itertools.product(range(batch), range(-(-cols // nb)), range(-(-rows // rows_cta))):
+        a_off, b_off = bz * M * K, bz * K * N
+        walked_off, staged_off = (b_off, a_off) if swap else (a_off, b_off)
+        n0 = by * nb
+        nn = min(nb, cols - n0)
+        smem = np.full(kc_size * nb + red, np.nan)
+        smem[:kc_size * nb] = 0.0
+        threads = []
+        for t in range(256):
+            lane, warp = t & 31, t >> 5
+            local0 = (warp // kw * groups + lane // lpr) * r_
+            row0 = bx * rows_cta + local0
+            threads.append({"kw": warp % kw, "lg": lane % lpr, "local0": local0, "row0": row0,
+                            "arow": [walked_off + min(row0 + r, rows - 1) * K for r in range(r_)],
+                            "acc": np.zeros((r_, nb))})
+        for kc in range(0, K, kc_size):
+            kn = min(kc_size, K - kc)
+            written = set()
+            for t in range(256):
+                for k in range(t, kn, 256):
+                    for n in range(min(nb, nn)):
+                        src = (kc + k) * cols + n0 + n if layout == "NN" else (n0 + n) * K + kc + k
+                        assert k * nb + n not in written
+                        written.add(k * nb + n)
+                        smem[k * nb + n] = load(staged, staged_off + src)
+            for th in threads:
+                def fma(k):
+                    assert 0 <= k < kn and not np.isnan(smem[k * nb:k * nb + nb]).any()
+                    for r in range(r_):
+                        th["acc"][r] += load(walked, th["arow"][r] + kc + k) * smem[k * nb:k * nb + nb]
+                k0 = th["kw"] * lpr + th["lg"]
+                while k0 + (unroll - 1) * step < kn:
+                    for u in range(unroll):
+                        fma(k0 + u * step)
+                    k0 += step * unroll
+                while k0 < kn:
+                    fma(k0)
+                    k0 += step
+        for w in range(8):   # the xor butterfly over each group's LPR lanes
+            accs = np.stack([threads[w * 32 + lane]["acc"] for lane in range(32)])
+            o = lpr // 2
+            while o:
+                accs = accs + accs[[lane ^ o for lane in range(32)]]
+                o //= 2
             for lane in range(32):
-                group, lg = lane // lpr, lane % lpr
-                row0 = cta * rows + (rw * groups + group) * r_
-                for kc in range(0, K, kc_size):
-                    kn = min(kc_size, K - kc)
-                    sb = np.zeros((kc_size, nb))
-                    sb[:kn, :nn] = staged[kc:kc + kn, n0:n0 + nn]
-                    for k0 in range(w_k * lpr + lg, kn, step * unroll):
-                        for u in range(unroll):
-                            k = k0 + u * step
-                            if k < kn:
-                                for r in range(r_):
-                                    acc[lane, r] += walked[min(row0 + r, M - 1), kc + k] * sb[k]
-            for lane0 in range(0, 32, lpr):   # the butterfly leaves the group's sum in each of its lanes
-                acc[lane0:lane0 + lpr] = acc[lane0:lane0 + lpr].sum(axis=0)
-            for lane in range(32):
-                group, lg = lane // lpr, lane % lpr
-                local0 = (rw * groups + group) * r_
-                for r in range(r_):
-                    for n in range(nb):
-                        if (r * nb + n) % lpr != lg:
-                            continue
-                        row = cta * rows + local0 + r
-                        if kw == 1:
-                            if n < nn and row < M:
-                                C[row, n0 + n] = acc[lane, r, n]
-                                stores[row, n0 + n] += 1
-                        else:
-                            sred[w_k, local0 + r, n] = acc[lane, r, n]
+                threads[w * 32 + lane]["acc"] = accs[lane]
+
+        def store(row, col, v):
+            i = bz * M * N + (col * rows + row if swap else row * cols + col)
+            assert bz * M * N <= i < (bz + 1) * M * N
+            c_flat[i] = v
+            stores[i] += 1
+
+        for th in threads:
+            for r, n in itertools.product(range(r_), range(nb)):
+                if (r * nb + n) % lpr != th["lg"]:
+                    continue
+                if kw == 1 and n < nn and th["row0"] + r < rows:
+                    store(th["row0"] + r, n0 + n, th["acc"][r][n])
+                elif kw > 1:
+                    smem[kc_size * nb + (th["kw"] * rows_cta + th["local0"] + r) * nb + n] = th["acc"][r][n]
         if kw > 1:
-            for i in range(rows * nb):
+            for i in range(rows_cta * nb):
                 lr, n = divmod(i, nb)
-                row = cta * rows + lr
-                if n < nn and row < M:
-                    C[row, n0 + n] = sred[:, lr, n].sum()
-                    stores[row, n0 + n] += 1
+                if n < nn and bx * rows_cta + lr < rows:
+                    sums = [smem[kc_size * nb + (w * rows_cta + lr) * nb + n] for w in range(kw)]
+                    assert not np.isnan(sums).any()
+                    store(bx * rows_cta + lr, n0 + n, sum(sums))
     assert (stores == 1).all()
-    return C.T if p["swap"] else C
+    return c_flat.reshape(batch, M, N)
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
 @pytest.mark.parametrize("params,shape", [
-    (dict(kind="narrow", nb=4, lpr=32, r=2, kw=1, swap=False), (37, 3, 300)),    # a partial last CTA, a partial last step
-    (dict(kind="narrow", nb=1, lpr=8, r=4, kw=1, swap=False), (45, 1, 19)),      # 4 rows a warp of 8-lane groups
-    (dict(kind="narrow", nb=8, lpr=32, r=1, kw=8, swap=False), (5, 7, 1100)),    # the CTA's warps share k
-    (dict(kind="narrow", nb=2, lpr=32, r=1, kw=1, swap=False), (9, 2, 4097 + 3)),  # B staged in two chunks
-    (dict(kind="narrow", nb=4, lpr=8, r=1, kw=8, swap=False), (3, 11, 40)),      # past NB columns: three column blocks
-    (dict(kind="narrow", nb=4, lpr=32, r=2, kw=1, swap=True), (3, 37, 300)),     # a few rows: B walked, C transposed
-    (dict(kind="narrow", nb=2, lpr=8, r=4, kw=1, swap=True), (5, 40, 19)),       # and past NB rows: three blocks
+    # a partial last CTA and step, batch; under a bound one too loose, lane 5's second run of 8 unrolled
+    # steps would end reading k = K
+    (dict(kind="narrow", nb=4, lpr=32, r=2, kw=1, swap=False), (37, 3, 485, 2)),
+    (dict(kind="narrow", nb=1, lpr=8, r=4, kw=1, swap=False), (45, 1, 19, 1)),     # 4 rows a warp of 8-lane groups
+    (dict(kind="narrow", nb=8, lpr=32, r=1, kw=8, swap=False), (5, 7, 1100, 1)),   # the CTA's warps share k, two chunks
+    (dict(kind="narrow", nb=2, lpr=32, r=1, kw=1, swap=False), (9, 2, 4097 + 3, 1)),  # B staged in two chunks
+    (dict(kind="narrow", nb=4, lpr=8, r=1, kw=8, swap=False), (3, 11, 40, 2)),     # past NB columns: three blocks
+    (dict(kind="narrow", nb=16, lpr=8, r=2, kw=1, swap=False), (20, 16, 1, 3)),    # K = 1
+    (dict(kind="narrow", nb=4, lpr=32, r=2, kw=1, swap=True), (3, 37, 300, 2)),    # a few rows: B walked, C transposed
+    (dict(kind="narrow", nb=2, lpr=8, r=4, kw=1, swap=True), (5, 40, 19, 1)),      # and past NB rows: three blocks
 ])
 def test_narrow_index_arithmetic_covers_each_product_once(params, shape, layout):
     if params["swap"] and layout == "NN":
         pytest.skip("the swap variants are TN only")
-    M, N, K = shape
+    M, N, K, batch = shape
     rng = np.random.default_rng(0)
-    A = rng.standard_normal((M, K))
-    B = rng.standard_normal((K, N) if layout == "NN" else (N, K))
-    C = _narrow_model(params, Problem(M, N, K, layout=layout), A, B)
-    np.testing.assert_allclose(C, A @ (B if layout == "NN" else B.T), rtol=1e-10, atol=1e-10)
+    A = rng.integers(-3, 4, (batch, M, K)).astype(np.float64)   # small integers: the sums are exact
+    B = rng.integers(-3, 4, (batch, K, N) if layout == "NN" else (batch, N, K)).astype(np.float64)
+    C = _narrow_model(params, layout, M, N, K, batch, A, B)
+    np.testing.assert_array_equal(C, A @ (B if layout == "NN" else B.transpose(0, 2, 1)))
 
 
 # ---------------------------------------------------------------- mma_sync fragment emulation

@@ -26,7 +26,7 @@ NT = 256
 WARPS = NT // 32
 NB_CHOICES = (1, 2, 4, 8, 16)
 LPR_CHOICES = (8, 32)       # lanes a row: 8 for short rows, 32 (a whole warp) for long ones
-R_CHOICES = (1, 2, 4)       # rows a lane; R * NB <= 32 accumulators keep a thread under ~64 registers
+R_CHOICES = (1, 2, 4)       # rows a lane, R * NB <= 32 accumulators a thread (114 registers at most)
 KW_CHOICES = (1, 8)         # warps a row: 8 spreads few rows' k over the CTA
 MAX_ACCUMULATORS = 32
 

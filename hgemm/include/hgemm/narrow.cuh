@@ -2,14 +2,14 @@
 // pitch and alignment, both layouts. With so few columns the GEMM is A (M x K) read once against a B
 // small enough to sit in shared memory: 2*M*K bytes of A, 2*M*K*N fp32 CUDA-core flops, no tensor cores.
 //
-//   Narrow<NB, LPR, R, KW, SWAP>: a CTA's NB columns of C (grid.y: column blocks, one for N <= NB;
+//   Narrow<NB, LPR, R, KW, SWAP, U>: a CTA's NB columns of C (grid.y: column blocks, one for N <= NB;
 //     past the block's end zeros), B staged as fp32 [KC][NB] in shared memory KC k at a time. Lanes
 //     walk A's rows along k: LPR lanes share a row, each lane R rows, so a warp's load of a row is one
 //     contiguous run of 2-byte elements. Any pitch and any base alignment therefore read at full
 //     width with no second code path, where the tile families fall back to element-wise or
 //     register-realigned loads. KW warps split each row's k (few rows, long K) and their sums meet in
 //     shared memory; a lane's NB sums per row meet across its LPR lanes by shuffles. No workspace, no
-//     split over CTAs, U loads a lane in flight before use.
+//     split over CTAs, up to U loads a lane in flight before use.
 //   SWAP (TN only, where A and B are both row-major over k): the roles swap for a few rows of C
 //     (M <= 16): B's N rows are walked, A is staged, and C is written transposed back into place.
 // Grid: (cdiv(M, ROWS), cdiv(N, NB), batch), with SWAP (cdiv(N, ROWS), cdiv(M, NB), batch); ROWS =
@@ -35,6 +35,9 @@ struct Narrow {
   static constexpr int GROUPS = 32 / LPR;              // row groups of LPR lanes in a warp
   static constexpr int ROWS = WARPS / KW * GROUPS * R;  // rows of C per CTA
   static constexpr int KC = 8192 / NB;                 // k per staged chunk of B: 32 KB of fp32
+  static constexpr int STEP = KW * LPR;                // k distance between a lane's consecutive elements
+  // loads a lane issues before using them: U, or as many steps as a chunk holds (KW = 8, NB >= 8)
+  static constexpr int UNROLL = KC / STEP < U ? (KC / STEP > 1 ? KC / STEP : 1) : U;
   static constexpr int RED = KW > 1 ? KW * ROWS * NB : 0;  // fp32 partial sums of the KW warps
   static constexpr int SMEM_BYTES = (KC * NB + RED) * 4;
   static_assert(NB == 1 || NB == 2 || NB == 4 || NB == 8 || NB == 16, "NB: a power of two up to 16");
@@ -105,7 +108,6 @@ struct Narrow {
     // Columns nn..NB-1 stay zero in every chunk: only the block's columns are loaded.
     for (int i = threadIdx.x; i < KC * NB; i += NT) sB[i] = 0.f;
 
-    constexpr int STEP = KW * LPR;   // k distance between a lane's consecutive elements
     for (int kc = 0; kc < K; kc += KC) {
       const int kn = min(KC, K - kc);
       __syncthreads();   // the zero fill, or the last chunk's readers, are done
@@ -122,18 +124,18 @@ struct Narrow {
       }
       __syncthreads();
 
-      // U steps with every k in range: the loads go out before any is used, with no guards; then the
-      // rest of the chunk one step at a time.
+      // UNROLL steps with every k in range: the loads go out before any is used, with no guards;
+      // then the rest of the chunk one step at a time.
       int k0 = kw * LPR + lg;
 #pragma unroll 1
-      for (; k0 + (U - 1) * STEP < kn; k0 += STEP * U) {
-        unsigned short a[U][R];
+      for (; k0 + (UNROLL - 1) * STEP < kn; k0 += STEP * UNROLL) {
+        unsigned short a[UNROLL][R];
 #pragma unroll
-        for (int u = 0; u < U; ++u)
+        for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
           for (int r = 0; r < R; ++r) a[u][r] = __ldg(arow[r] + kc + k0 + u * STEP);
 #pragma unroll
-        for (int u = 0; u < U; ++u) fma_step(sB + (k0 + u * STEP) * NB, a[u], acc);
+        for (int u = 0; u < UNROLL; ++u) fma_step(sB + (k0 + u * STEP) * NB, a[u], acc);
       }
 #pragma unroll 1
       for (; k0 < kn; k0 += STEP) {

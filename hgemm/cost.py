@@ -45,7 +45,7 @@ from .problem import NUM_SMS, Problem
 # (benchmarks/split_k/cluster_occupancy.json), so 30 clusters of 4 and 15 of 8 fit, not 33 and 16
 CLUSTER_CTAS_AT_ONCE = {1: NUM_SMS, 2: NUM_SMS, 4: 120, 8: 120, 16: 120}
 SKINNY_WARPS_PER_SM = 4  # rows of output a skinny kernel's SM works on at once, per row tile
-NARROW_CTAS_PER_SM = 4  # narrow-N CTAs an SM runs at once (32 KB of shared memory and ~40-60 registers each)
+NARROW_CTAS_PER_SM = 4  # narrow CTAs an SM runs at once: the most variants' __launch_bounds__ promise
 SHRINK = 1.0  # the weight of a kernel's mean log ratio beside its neighbours' weights
 FEATURES = ("launch", "dram_bytes", "split_bytes", "tile_work", "l2_bytes", "smem_reads", "latency", "staged_bytes",
             "misaligned_loads")

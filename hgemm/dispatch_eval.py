@@ -48,7 +48,7 @@ from .problem import Problem
 from .summary import BESIDE, geomean
 
 RULES = ("nearest", "nearest_aligned", "measured", "cost")
-BEST_OF = (1, 2, 4, 8)  # best_of_ranking: the cost rule's first k kernels measured (1: its pick)
+BEST_OF = (1, 2, 4, 8)  # best_of_cost: the cost rule's first k kernels measured (1: its pick)
 MARGIN = 1.02  # faster than the first pick by more than this: the library stage's own_margin in default.yaml
 
 

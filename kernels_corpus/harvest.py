@@ -249,13 +249,13 @@ def _shape_class_for(name: str) -> str | None:
     return None
 
 
-def _framing_problems(text: str, grid: Path = FRAMING_GRID) -> list:
+def _framing_problems(text: str) -> list:
     """Grid problems whose layout the candidate implements (NN when its spec does not parse)."""
     try:
         layouts = parse_spec(text).layouts
     except SpecError:  # not a valid candidate: still a kernel worth reading, framed for an NN problem
         layouts = ("NN",)
-    return [p for p in load_grid(grid) if p.layout in layouts]
+    return [p for p in load_grid(FRAMING_GRID) if p.layout in layouts]
 
 
 def _variant(name: str):
@@ -265,9 +265,9 @@ def _variant(name: str):
 
 
 @functools.lru_cache(maxsize=None)
-def _served(fam, grid: Path, layouts: tuple[str, ...]) -> tuple:
-    """The grid's problems of these layouts that some variant of the family would time (`applicable`)."""
-    return tuple(p for p in load_grid(grid) if p.layout in layouts and any(fam.applicable(v, p) for v in fam.variants()))
+def _served(fam, problems: tuple) -> tuple:
+    """The problems that some variant of the family would time (its `applicable`)."""
+    return tuple(p for p in problems if any(fam.applicable(v, p) for v in fam.variants()))
 
 
 def frame_family_variant(name: str, text: str, rng) -> str:
@@ -279,10 +279,10 @@ def frame_family_variant(name: str, text: str, rng) -> str:
     preferred = [p for p in problems if p.shape_class == cls] if cls else [
         p for p in problems if p.shape_class not in ("skinny", "batched_small")]
     found = _variant(name)
-    layouts = tuple(sorted({p.layout for p in problems}))
-    if found is not None and not _served(found[0], FRAMING_GRID, layouts):
+    if found is not None and not _served(found[0], tuple(preferred or problems)):
         fam, params = found
-        wider = _served(fam, SAMPLE_FRAMING_GRID, layouts)
+        layouts = {p.layout for p in problems}
+        wider = _served(fam, tuple(p for p in load_grid(SAMPLE_FRAMING_GRID) if p.layout in layouts))
         preferred = [p for p in wider if fam.applicable(params, p)] or list(wider) or preferred
     return format_training_example(rng.choice(preferred or problems), text)
 

@@ -1,4 +1,5 @@
-"""Narrow-N HGEMM family (N <= 16): A read once against a B that fits in shared memory.
+"""Narrow HGEMM family (N <= 16, or TN with M <= 16): one operand read once against one that fits in
+shared memory.
 
 The kernel is hgemm::Narrow in hgemm/include/hgemm/narrow.cuh. With a handful of output columns the
 tile families spend a 64- or 128-wide tile on N and, on odd row pitches, load A through their

@@ -119,15 +119,14 @@ def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: b
             roles["library"] = f"library_{lib[0]}"
             named[roles["library"]] = lib[1]
         contenders[p.key] = roles
+        model_code = code_identity(sampled[p.key][1]) if p.key in sampled else None
         sources[p.key] = {"model": f"best/{p.key}.cu" if "model" in roles else None,
                           "before": str(Path(before_dir) / "best" / f"{p.key}.cu") if "before" in roles else None,
                           "library": lib[0] if lib else None, "library_choice": lib[2] if lib else None,
                           # the model wrote the library's own kernel out: their two timings differ by noise only
-                          "model_is_library_kernel": bool(lib and p.key in sampled
-                                                          and code_identity(sampled[p.key][1]) == code_identity(lib[1])),
+                          "model_is_library_kernel": bool(lib and model_code and model_code == code_identity(lib[1])),
                           # the library kernel (for any shape) the model wrote out; None: one the library lacks
-                          "model_library_kernel": (held_by_library.get(code_identity(sampled[p.key][1]))
-                                                   if p.key in sampled else None)}
+                          "model_library_kernel": held_by_library.get(model_code) if model_code else None}
     options = EvalOptions(reps=settings.reps, timing_method=settings.timing_method)
     if settings.baselines:
         options.baselines = tuple(settings.baselines)

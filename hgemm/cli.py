@@ -264,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--beside", default=None,
                    help="a library folder whose kernel for each shape is timed in the same run, for comparison")
     t.add_argument("--max-seconds", type=float, default=None,
-                   help="start no further chunk of shapes after this long (implies --resume)")
+                   help="the call's budget, compiles included: start a chunk of shapes only if one as slow as the "
+                        "slowest so far still fits (implies --resume; the saved chunks stay for the next call)")
     _grid_args(t)
     t.set_defaults(fn=cmd_tune)
 

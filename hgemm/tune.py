@@ -178,8 +178,10 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
          beside: Library | None = None) -> dict:
     """Evaluate shortlisted variants on every problem; write the dispatch table and the winners.
     state_dir: save each problem's result there and skip problems already saved under the same
-    settings; max_seconds: start no chunk of `chunk` problems after this long (needs state_dir);
+    settings; max_seconds: the call's budget, compiles included: a chunk of `chunk` problems starts
+    only if the slowest chunk so far would still end within it (needs state_dir);
     beside: a library whose choice for each problem is timed in the same run, for comparison."""
+    started = time.monotonic()
     out_dir = Path(out_dir)
     (out_dir / "kernels").mkdir(parents=True, exist_ok=True)
     options = options or EvalOptions()
@@ -208,13 +210,16 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
         write_json(folder / "settings.json", {p.key: settings[p] for p in problems})
     done = {p: r for p in problems if (r := _saved(state, p, settings[p])) is not None}
     todo = [p for p in problems if p not in done]
-    started, results = time.monotonic(), None
+    # a chunk's results are saved when it ends, so one cut short by the caller's timeout is lost: the
+    # budget counts the compiles above, and a chunk starts only if one as slow as the slowest yet fits
+    results, slowest = None, 0.0
     step = chunk if state else max(1, len(todo))
     for i in range(0, len(todo), step):
-        if max_seconds is not None and i > 0 and time.monotonic() - started > max_seconds:
+        if max_seconds is not None and time.monotonic() - started + slowest > max_seconds:
             break
-        part = todo[i:i + step]
+        part, chunk_start = todo[i:i + step], time.monotonic()
         results = run_bench(named, part, options, arch, progress, select=lambda problem, name: name in wanted[problem])
+        slowest = max(slowest, time.monotonic() - chunk_start)
         for problem, pr in zip(part, results["problems"]):
             if results["gpu_run"]:  # a compile-only pass measures nothing worth keeping
                 done[problem] = pr = dict(pr, measured_utc=results["env"].get("time_utc"))
@@ -222,9 +227,9 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
                     write_json(state / f"{problem.key}.json", {"settings": settings[problem], "result": pr})
             else:
                 done.setdefault(problem, pr)
-    if results is None:  # every problem was saved by earlier calls: this call's environment and compiles
+    if results is None:  # no chunk ran (all saved by earlier calls, or no time left): the saved results
         results = {"env": environment(options.timing_method), "options": options.to_dict(),
-                   "arch": arch or detect_arch(), "gpu_run": True, "candidates": infos}
+                   "arch": arch or detect_arch(), "gpu_run": bool(done), "candidates": infos}
     results["problems"] = [done[p] for p in problems if p in done]
     pending = [p.key for p in problems if p not in done]
     results["grid"] = "tune shortlist"

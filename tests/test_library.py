@@ -133,14 +133,35 @@ def test_a_resumed_tune_keeps_saved_results_and_measures_the_rest(tmp_path):
     assert table["pending"] == []
 
 
-def test_a_tune_out_of_time_stops_between_chunks_and_says_what_is_left(tmp_path):
-    from hgemm.entry import EvalOptions
-    from hgemm.tune import tune
+def test_a_tune_out_of_time_starts_no_chunk_that_would_not_fit_and_says_what_is_left(tmp_path, monkeypatch):
+    # A clock that the compiles move by 30 s and each chunk by 50: with 100 s, the first chunk ends at
+    # 80 and a second would end at 130, so it is not started; with 20 s the compiles alone use it up.
+    import types
 
-    first, second = Problem(64, 64, 64), Problem(128, 64, 96)
-    table = tune([first, second], tmp_path / "lib", EvalOptions(reps=1, baselines=("cublas",)), tiles_per_family=1,
-                 arch="sm_90a", progress=False, state_dir=tmp_path / "progress", max_seconds=0, chunk=1)
-    assert table["pending"] == [second.key]
+    import hgemm.tune as tune_module
+    from hgemm.entry import EvalOptions
+
+    clock = {"now": 0.0}
+    compile_all, run_bench = tune_module.compile_all, tune_module.run_bench
+
+    def compiles(*args, **kwargs):
+        clock["now"] += 30
+        return compile_all(*args, **kwargs)
+
+    def chunk(*args, **kwargs):
+        clock["now"] += 50
+        return run_bench(*args, **kwargs)
+
+    monkeypatch.setattr(tune_module, "time", types.SimpleNamespace(monotonic=lambda: clock["now"]))
+    monkeypatch.setattr(tune_module, "compile_all", compiles)
+    monkeypatch.setattr(tune_module, "run_bench", chunk)
+    problems = [Problem(64, 64, 64), Problem(128, 64, 96), Problem(64, 128, 64)]
+    options = EvalOptions(reps=1, baselines=("cublas",))
+    for budget, pending in ((100, problems[1:]), (20, problems)):
+        clock["now"] = 0.0
+        table = tune_module.tune(problems, tmp_path / f"lib{budget}", options, tiles_per_family=1, arch="sm_90a",
+                                 progress=False, state_dir=tmp_path / f"progress{budget}", max_seconds=budget, chunk=1)
+        assert table["pending"] == [p.key for p in pending]
 
 
 def test_a_tune_beside_a_library_times_its_kernel_for_each_shape_and_never_picks_it(library, tmp_path):

@@ -45,7 +45,6 @@ from .problem import NUM_SMS, Problem
 # (benchmarks/split_k/cluster_occupancy.json), so 30 clusters of 4 and 15 of 8 fit, not 33 and 16
 CLUSTER_CTAS_AT_ONCE = {1: NUM_SMS, 2: NUM_SMS, 4: 120, 8: 120, 16: 120}
 SKINNY_WARPS_PER_SM = 4  # rows of output a skinny kernel's SM works on at once, per row tile
-NARROW_CTAS_PER_SM = 4  # narrow CTAs an SM runs at once: the most variants' __launch_bounds__ promise
 SHRINK = 1.0  # the weight of a kernel's mean log ratio beside its neighbours' weights
 FEATURES = ("launch", "dram_bytes", "split_bytes", "tile_work", "l2_bytes", "smem_reads", "latency", "staged_bytes",
             "misaligned_loads")
@@ -101,7 +100,7 @@ def features(params: dict, p: Problem) -> list[float]:
     if params.get("kind") == "narrow":  # a lane group a walked row, k in sequence; the other operand staged a CTA
         rows, cols = narrow.roles(params, p)
         ctas = _cdiv(rows, narrow.rows_per_cta(params)) * p.batch
-        chain = _cdiv(ctas, NUM_SMS * NARROW_CTAS_PER_SM) * _cdiv(p.K, params["kw"] * params["lpr"]) * params["r"]
+        chain = _cdiv(ctas, NUM_SMS * narrow.min_blocks(params)) * narrow.round_trips(params, p.K)
         return [1.0, dram, 0.0, 0.0, 2.0 * ctas * cols * p.K, 0.0, chain, 0.0, 0.0]
     if "bm" not in params:  # skinny: mt output rows a warp, split over K with fp32 atomics
         partials = 4 * p.batch * p.M * p.N * split if split > 1 else 0

@@ -37,7 +37,7 @@ from kernels_corpus.families import FAMILIES, mma_sync, narrow
 from .bench import run_bench
 from .candidate import parse_spec
 from .compile import detect_arch
-from .cost import CLUSTER_CTAS_AT_ONCE, NARROW_CTAS_PER_SM
+from .cost import CLUSTER_CTAS_AT_ONCE
 from .entry import EvalOptions
 from .envinfo import environment
 from .files import UnreadableFile, config_hash, read_user_text, write_json
@@ -65,11 +65,11 @@ def _cdiv(a: int, b: int) -> int:
 def estimate(params: dict, problem: Problem) -> float:
     """A relative cost for ranking tensor-core tile variants: waves of CTAs times the work of one CTA,
     discounted by the tile's arithmetic intensity (small tiles re-read operands more often)."""
-    if params.get("kind") == "narrow":  # bandwidth-bound on the walked operand: rank by a lane's chain of loads
+    if params.get("kind") == "narrow":  # bound by the bytes in flight: waves times a lane's memory waits in sequence
         rows, cols = narrow.roles(params, problem)
         ctas = _cdiv(rows, narrow.rows_per_cta(params)) * problem.batch
-        chain = _cdiv(problem.K, params["kw"] * params["lpr"]) * params["r"]
-        return float(_cdiv(ctas, NUM_SMS * NARROW_CTAS_PER_SM) * chain) + ctas * cols * problem.K / (NUM_SMS * 256)
+        chain = narrow.round_trips(params, problem.K)
+        return float(_cdiv(ctas, NUM_SMS * narrow.min_blocks(params)) * chain) + ctas * cols * problem.K / (NUM_SMS * 256)
     if "bm" not in params:  # skinny family: bandwidth-bound, rank by rows per CTA and split
         return float(_cdiv(problem.M, params.get("mt", 1))) / max(1, params.get("split_k", 1))
     bm, bn = params["bm"], params["bn"]

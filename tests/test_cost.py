@@ -42,13 +42,15 @@ def test_a_narrow_warp_tile_reads_more_shared_memory_for_the_same_work():
 
 def test_a_narrow_kernel_chains_fewer_loads_with_more_lanes_and_warps_a_row():
     # 64 x 3 x 4687: one CTA of 8 warps a row when they share k (kw 8), 8 rows a CTA otherwise; every
-    # CTA stages all of B
+    # CTA stages all of B. B comes in chunks of 2048 k (2048, 2048, 591), each a wait for its staging
+    # and one a batch of 16 loads a lane (a batch spans 16 x 32 k with one warp a row, the whole
+    # chunk's 8 x 256 with eight)
     p = Problem(64, 3, 4687)
     one = kernel_params("narrow_nb4_l32_r1_w1")
     shared = kernel_params("narrow_nb4_l32_r1_w8")
     assert family(one) == "narrow"
     chain, l2 = FEATURES.index("latency"), FEATURES.index("l2_bytes")
-    assert features(one, p)[chain] == 4687 // 32 + 1 and features(shared, p)[chain] == 4687 // 256 + 1
+    assert features(one, p)[chain] == (1 + 4) + (1 + 4) + (1 + 2) and features(shared, p)[chain] == 2 + 2 + 2
     assert features(one, p)[l2] == 2 * 8 * 3 * 4687 and features(shared, p)[l2] == 2 * 64 * 3 * 4687
 
 

@@ -95,19 +95,22 @@ def test_narrow_applicability():
     assert narrow.applicable(few_rows, Problem(3, 9856, 1263, layout="TN"))
     assert not narrow.applicable(few_rows, Problem(3, 9856, 1263))      # NN's B is K x N: not row-major over k
     assert not narrow.applicable(few_rows, Problem(9856, 3, 1263, layout="TN"))
+    # 16 of B's rows a CTA: 64 rows are 4 CTAs, 33 batches of them fill the 132 SMs
+    assert not narrow.applicable(few_rows, Problem(3, 64, 1263, layout="TN"))
+    assert narrow.applicable(few_rows, Problem(3, 64, 1263, batch=33, layout="TN"))
     assert parse_candidate(narrow.render(few_rows)).spec.layouts == ("TN",)
 
 
 def _narrow_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """hgemm::Narrow::run (hgemm/include/hgemm/narrow.cuh) line by line over flat buffers, one CTA and
     thread at a time, in the kernel's own index formulas: the batch offsets, the staged chunk's source
-    addresses, the unrolled and the remaining k steps, the butterfly, the KW warps' sums and the store
+    addresses and zeros, the batches of unrolled k steps (the last one guarded), the butterfly, the KW warps' sums and the store
     address (transposed for swap). Every global and shared access is bounds-checked, a shared value is
     never read before it is written, and every element of C is asserted stored once."""
     nb, lpr, r_, kw, swap = p["nb"], p["lpr"], p["r"], p["kw"], p["swap"]
     groups, rows_cta = 32 // lpr, narrow.rows_per_cta(p)
     kc_size, step = 8192 // nb, kw * lpr
-    unroll = min(8, max(1, kc_size // step))
+    unroll = min(narrow.unroll(p), max(1, kc_size // step))
     red = kw * rows_cta * nb if kw > 1 else 0
     assert (kc_size * nb + red) * 4 == narrow.smem_bytes(p)
     a_flat, b_flat = A.ravel(), B.ravel()
@@ -125,7 +128,6 @@ def _narrow_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, A: n
         n0 = by * nb
         nn = min(nb, cols - n0)
         smem = np.full(kc_size * nb + red, np.nan)
-        smem[:kc_size * nb] = 0.0
         threads = []
         for t in range(256):
             lane, warp = t & 31, t >> 5
@@ -138,25 +140,24 @@ def _narrow_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, A: n
             kn = min(kc_size, K - kc)
             written = set()
             for t in range(256):
-                for k in range(t, kn, 256):
-                    for n in range(min(nb, nn)):
+                for j in range(kc_size // 256):   # a thread's share of the chunk; past the block's columns zeros
+                    k = t + j * 256
+                    if k >= kn:
+                        continue
+                    for n in range(nb):
                         src = (kc + k) * cols + n0 + n if layout == "NN" else (n0 + n) * K + kc + k
                         assert k * nb + n not in written
                         written.add(k * nb + n)
-                        smem[k * nb + n] = load(staged, staged_off + src)
+                        smem[k * nb + n] = load(staged, staged_off + src) if n < nn else 0.0
             for th in threads:
                 def fma(k):
                     assert 0 <= k < kn and not np.isnan(smem[k * nb:k * nb + nb]).any()
                     for r in range(r_):
                         th["acc"][r] += load(walked, th["arow"][r] + kc + k) * smem[k * nb:k * nb + nb]
-                k0 = th["kw"] * lpr + th["lg"]
-                while k0 + (unroll - 1) * step < kn:
+                for k0 in range(th["kw"] * lpr + th["lg"], kn, step * unroll):   # the last batch guarded
                     for u in range(unroll):
-                        fma(k0 + u * step)
-                    k0 += step * unroll
-                while k0 < kn:
-                    fma(k0)
-                    k0 += step
+                        if k0 + u * step < kn:
+                            fma(k0 + u * step)
         for w in range(8):   # the xor butterfly over each group's LPR lanes
             accs = np.stack([threads[w * 32 + lane]["acc"] for lane in range(32)])
             o = lpr // 2
@@ -193,9 +194,10 @@ def _narrow_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, A: n
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
 @pytest.mark.parametrize("params,shape", [
-    # a partial last CTA and step, batch; under a bound one too loose, lane 5's second run of 8 unrolled
-    # steps would end reading k = K
+    # a partial last CTA, batch, one guarded batch of steps (16 steps of 32 lanes cover 512 > 485)
     (dict(kind="narrow", nb=4, lpr=32, r=2, kw=1, swap=False), (37, 3, 485, 2)),
+    # two whole batches of 16 steps of 8 lanes, then a guarded one with 5 k left
+    (dict(kind="narrow", nb=2, lpr=8, r=1, kw=1, swap=False), (33, 2, 2 * 16 * 8 + 5, 1)),
     (dict(kind="narrow", nb=1, lpr=8, r=4, kw=1, swap=False), (45, 1, 19, 1)),     # 4 rows a warp of 8-lane groups
     (dict(kind="narrow", nb=8, lpr=32, r=1, kw=8, swap=False), (5, 7, 1100, 1)),   # the CTA's warps share k, two chunks
     (dict(kind="narrow", nb=2, lpr=32, r=1, kw=1, swap=False), (9, 2, 4097 + 3, 1)),  # B staged in two chunks

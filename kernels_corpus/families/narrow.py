@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import itertools
 
+from hgemm.problem import NUM_SMS
+
 from .candidate_text import header_candidate
 
 HEADER = "narrow.cuh"   # the header whose template the renders instantiate
@@ -59,10 +61,30 @@ def rows_per_cta(p: dict) -> int:
 
 
 def min_blocks(p: dict) -> int:
-    """CTAs an SM for __launch_bounds__: 4 (64 registers a thread) for up to 8 accumulators, else 2
-    (128). Left without a bound, ptxas spilled predicates and loop-invariant values around the barriers
-    of some variants at 32-48 registers; at 64, the 16-accumulator ones spill."""
-    return 4 if p["r"] * p["nb"] <= 8 else 2
+    """CTAs an SM for __launch_bounds__: 4 (64 registers a thread) for up to 4 accumulators, else 2
+    (128). A thread holds a chunk's 32 staged values, or its lane's loads in flight, beside its
+    accumulators: at 64 registers, ptxas spills variants of 8 accumulators."""
+    return 4 if p["r"] * p["nb"] <= 4 else 2
+
+
+def unroll(p: dict) -> int:
+    """Loads a lane issues before using them (the template's U): 16 or 32 a thread, its R rows' share,
+    as the registers of min_blocks allow. A 2-byte load each, so the bytes in flight, and not the
+    bandwidth, bound a walk: 1,024 threads an SM with 16 loads each are 32 KB in flight an SM."""
+    return (16 if min_blocks(p) == 4 else 32) // p["r"]
+
+
+def round_trips(p: dict, K: int) -> int:
+    """The memory latencies a lane waits out in sequence over a walked row of K: per staged chunk of
+    8192 / NB k, one for the staging and one a batch of unroll(p) steps (the template's UNROLL)."""
+    kc, step = 8192 // p["nb"], p["kw"] * p["lpr"]
+    batch = min(unroll(p), max(1, kc // step))
+    chunks = [kc] * (K // kc) + ([K % kc] if K % kc else [])
+    return sum(1 + _cdiv(_cdiv(kn, step), batch) for kn in chunks)
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
 
 
 def smem_bytes(p: dict) -> int:
@@ -81,6 +103,10 @@ def applicable(p: dict, problem) -> bool:
     if p["nb"] != min(nb for nb in NB_CHOICES if nb >= cols):
         return False
     if p["lpr"] == 8 and problem.K > SHORT_ROWS:
+        return False
+    # swapped, the walked rows are B's N: with fewer CTAs than SMs (13 x 64 x 1024 TN: 8) the walk
+    # holds too few bytes in flight, and a tile family is faster (benchmarks/narrow/)
+    if p["swap"] and _cdiv(rows, rows_per_cta(p)) * problem.batch < NUM_SMS:
         return False
     return p["kw"] == 1 or (rows * problem.batch <= FEW_ROWS and problem.K >= 256)
 
@@ -108,6 +134,6 @@ def render(p: dict) -> str:
     else:
         desc = (f"// Narrow-N HGEMM (N <= {p['nb']}): B staged in shared memory, {p['lpr']} lanes a row of A, "
                 f"{p['r']} rows a lane{split}")
-    swap = ", true" if p["swap"] else ""
+    swap = "true" if p["swap"] else "false"
     return header_candidate(desc, HEADER, spec_text(p), name(p), NT, min_blocks(p),
-                            f"hgemm::Narrow<{p['nb']}, {p['lpr']}, {p['r']}, {p['kw']}{swap}>")
+                            f"hgemm::Narrow<{p['nb']}, {p['lpr']}, {p['r']}, {p['kw']}, {swap}, {unroll(p)}>")

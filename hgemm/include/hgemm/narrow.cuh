@@ -9,26 +9,28 @@
 //     width with no second code path, where the tile families fall back to element-wise or
 //     register-realigned loads. KW warps split each row's k (few rows, long K) and their sums meet in
 //     shared memory; a lane's NB sums per row meet across its LPR lanes by shuffles. No workspace, no
-//     split over CTAs, up to U loads a lane in flight before use.
+//     split over CTAs. A lane issues U loads (its R rows' share) before it uses any, and a thread all
+//     its loads of a staged chunk before it stores any: the walk is bound by the bytes in flight, so a
+//     CTA should wait out one memory latency a batch, not one an element.
 //   SWAP (TN only, where A and B are both row-major over k): the roles swap for a few rows of C
 //     (M <= 16): B's N rows are walked, A is staged, and C is written transposed back into place.
 // Grid: (cdiv(M, ROWS), cdiv(N, NB), batch), with SWAP (cdiv(N, ROWS), cdiv(M, NB), batch); ROWS =
 // (8 / KW) * (32 / LPR) * R walked rows per 256-thread CTA. Correct for any shape; past a few column
 // blocks each re-reads the walked operand, and the tile families are faster.
 //
-//   extern "C" __global__ void __launch_bounds__(256, 4)
+//   extern "C" __global__ void __launch_bounds__(256, 2)
 //   my_narrow(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
 //             int M, int N, int K, int batch, void* workspace) {
-//     hgemm::Narrow<4, 32, 2, 1>::run(A, B, C, M, N, K, batch, workspace);
+//     hgemm::Narrow<4, 32, 2, 1, false, 16>::run(A, B, C, M, N, K, batch, workspace);
 //   }
-//   launch: block 256, grid (cdiv(M, Narrow<4, 32, 2, 1>::ROWS), cdiv(N, 4), batch), smem Narrow<...>::SMEM_BYTES
+//   launch: block 256, grid (cdiv(M, Narrow<4, 32, 2, 1, false, 16>::ROWS), cdiv(N, 4), batch), smem Narrow<...>::SMEM_BYTES
 #pragma once
 
 #include <hgemm/common.cuh>
 
 namespace hgemm {
 
-template <int NB, int LPR, int R, int KW, bool SWAP = false, int U = 8>
+template <int NB, int LPR, int R, int KW, bool SWAP, int U>
 struct Narrow {
   static constexpr int NT = 256;
   static constexpr int WARPS = NT / 32;
@@ -38,10 +40,12 @@ struct Narrow {
   static constexpr int STEP = KW * LPR;                // k distance between a lane's consecutive elements
   // loads a lane issues before using them: U, or as many steps as a chunk holds (KW = 8, NB >= 8)
   static constexpr int UNROLL = KC / STEP < U ? (KC / STEP > 1 ? KC / STEP : 1) : U;
+  static constexpr int PER = KC / NT;                  // k a thread stages per chunk (KC * NB / NT = 32 values)
   static constexpr int RED = KW > 1 ? KW * ROWS * NB : 0;  // fp32 partial sums of the KW warps
   static constexpr int SMEM_BYTES = (KC * NB + RED) * 4;
   static_assert(NB == 1 || NB == 2 || NB == 4 || NB == 8 || NB == 16, "NB: a power of two up to 16");
   static_assert(LPR >= 1 && LPR <= 32 && 32 % LPR == 0, "LPR lanes a row must divide the warp");
+  static_assert(KC % NT == 0, "a chunk stages a whole number of k a thread");
   static_assert(KW >= 1 && WARPS % KW == 0, "KW warps a row must divide the CTA's warps");
   static_assert(!SWAP || kLayout == Layout::TN, "SWAP needs both operands row-major over k (TN)");
 
@@ -71,6 +75,21 @@ struct Narrow {
 #pragma unroll
       for (int n = 0; n < NB; ++n) acc[r][n] = fmaf(av, bv[n], acc[r][n]);
     }
+  }
+
+  // UNROLL steps of a lane from k (its rows' element k, k + STEP, ...; `left` k remain in the chunk),
+  // all loads before the first use; GUARD: steps at or past `left` neither load nor add.
+  template <bool GUARD>
+  __device__ __forceinline__ static void steps(const unsigned short* const (&arow)[R], int k, int left,
+                                               const float* bk, float (&acc)[R][NB]) {
+    unsigned short a[UNROLL][R];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int r = 0; r < R; ++r) a[u][r] = !GUARD || u * STEP < left ? __ldg(arow[r] + k + u * STEP) : 0;
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+      if (!GUARD || u * STEP < left) fma_step(bk + u * STEP * NB, a[u], acc);
   }
 
   // workspace: unused (the launch spec asks for none); the families' common entry signature
@@ -105,44 +124,43 @@ struct Narrow {
 #pragma unroll
       for (int n = 0; n < NB; ++n) acc[r][n] = 0.f;
 
-    // Columns nn..NB-1 stay zero in every chunk: only the block's columns are loaded.
-    for (int i = threadIdx.x; i < KC * NB; i += NT) sB[i] = 0.f;
-
     for (int kc = 0; kc < K; kc += KC) {
       const int kn = min(KC, K - kc);
-      __syncthreads();   // the zero fill, or the last chunk's readers, are done
-      // A thread a k: NN reads B[k][n0..n0+nn-1] (a short run), TN B[n0 + n][k] (or with SWAP A's row
-      // n0 + n: consecutive threads, consecutive elements).
-#pragma unroll 1
-      for (int k = threadIdx.x; k < kn; k += NT) {
+      // The chunk of the staged operand: a thread a k (NN reads B[k][n0..n0+nn-1], a short run; TN
+      // B[n0 + n][k], or with SWAP A's row n0 + n: consecutive threads, consecutive elements), every
+      // load of the thread's share issued before the first store, which would otherwise wait out a
+      // memory latency per element; and before the barrier, so that they overlap the other warps'
+      // last steps on the previous chunk. Columns nn..NB-1 are stored as zeros.
+      float v[PER][NB];
+#pragma unroll
+      for (int j = 0; j < PER; ++j) {
+        const int k = threadIdx.x + j * NT;
 #pragma unroll
         for (int n = 0; n < NB; ++n) {
-          if (n >= nn) break;
           const long long src = k_major ? (long long)(kc + k) * cols + n0 + n : (long long)(n0 + n) * K + kc + k;
-          sB[k * NB + n] = __half2float(__ushort_as_half(__ldg(staged + src)));
+          v[j][n] = k < kn && n < nn ? __half2float(__ushort_as_half(__ldg(staged + src))) : 0.f;
+        }
+      }
+      __syncthreads();   // the previous chunk's readers are done
+#pragma unroll
+      for (int j = 0; j < PER; ++j) {
+        const int k = threadIdx.x + j * NT;
+        if (k < kn) {
+#pragma unroll
+          for (int n = 0; n < NB; ++n) sB[k * NB + n] = v[j][n];
         }
       }
       __syncthreads();
 
-      // UNROLL steps with every k in range: the loads go out before any is used, with no guards;
-      // then the rest of the chunk one step at a time.
-      int k0 = kw * LPR + lg;
+      // UNROLL steps a batch, every load out before the first is used; the chunk's last batch, with
+      // fewer steps left, guards each step instead of taking them one memory latency at a time.
 #pragma unroll 1
-      for (; k0 + (UNROLL - 1) * STEP < kn; k0 += STEP * UNROLL) {
-        unsigned short a[UNROLL][R];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-          for (int r = 0; r < R; ++r) a[u][r] = __ldg(arow[r] + kc + k0 + u * STEP);
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) fma_step(sB + (k0 + u * STEP) * NB, a[u], acc);
-      }
-#pragma unroll 1
-      for (; k0 < kn; k0 += STEP) {
-        unsigned short a[R];
-#pragma unroll
-        for (int r = 0; r < R; ++r) a[r] = __ldg(arow[r] + kc + k0);
-        fma_step(sB + k0 * NB, a, acc);
+      for (int k0 = kw * LPR + lg; k0 < kn; k0 += STEP * UNROLL) {
+        if (k0 + (UNROLL - 1) * STEP < kn) {
+          steps<false>(arow, kc + k0, kn - k0, sB + k0 * NB, acc);
+        } else {
+          steps<true>(arow, kc + k0, kn - k0, sB + k0 * NB, acc);
+        }
       }
     }
 

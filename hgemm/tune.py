@@ -56,6 +56,7 @@ FALLBACK_NAME = mma_sync.name(FALLBACK)
 # left out, as they take seconds a launch at 16384^3 and are never close
 REFERENCES = ("mma_sync", "mma_pipelined")
 DEFAULT_TILES = 5  # distinct tile shapes per family and problem
+DEPTH = ("stages", "unroll")  # a variant's pipeline depth, apart from its tile shape
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -107,14 +108,15 @@ def _pitch_off_128_bytes(problem: Problem) -> bool:
 
 def shortlist(problem: Problem, tiles_per_family: int = DEFAULT_TILES, stages_per_tile: int = 2) -> list[tuple[str, str]]:
     """(name, text) of the variants worth timing on this problem: per family, the best-ranked distinct
-    tile shapes, each with its deepest pipelines (the estimate cannot see latency hiding, the GPU can)."""
+    tile shapes, each with its deepest pipelines (the estimate cannot see latency hiding, the GPU can):
+    cp.async or TMA stages, or the skinny kernels' loads in flight a thread."""
     chosen = []
     for fam in FAMILIES:
         by_tile: dict[tuple, list] = {}
         for p in fam.variants():
             if not (fam.applicable(p, problem) and _layout_ok(fam.render(p), problem.layout)):
                 continue
-            tile = tuple(sorted((k, v) for k, v in p.items() if k != "stages"))
+            tile = tuple(sorted((k, v) for k, v in p.items() if k not in DEPTH))
             by_tile.setdefault(tile, []).append(p)
         ranked = sorted(by_tile.values(), key=lambda ps: estimate(ps[0], problem))
         picked = ranked[:tiles_per_family]
@@ -124,7 +126,7 @@ def shortlist(problem: Problem, tiles_per_family: int = DEFAULT_TILES, stages_pe
         if any(_staged_split(ps[0]) for ps in picked) and all(ps[0].get("split_k", 1) > 1 for ps in picked):
             picked += [ps for ps in ranked if ps[0].get("split_k", 1) == 1][:1]
         for ps in sorted(picked, key=ranked.index):
-            ps = sorted(ps, key=lambda p: -p.get("stages", 0))[:stages_per_tile]
+            ps = sorted(ps, key=lambda p: -max(p.get(k, 0) for k in DEPTH))[:stages_per_tile]
             chosen += [(fam.name(p), fam.render(p)) for p in ps]
     return chosen
 

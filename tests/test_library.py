@@ -96,6 +96,15 @@ def test_tune_shortlist_prefers_one_copy_and_fuller_last_waves():
     assert not any("_staged" in n and "_sk" in n for n in wgmma_names(Problem(4096, 4096, 4095), 1))
 
 
+def test_tune_shortlist_times_a_skinny_tile_at_both_depths_of_loads_in_flight():
+    # the depth is not a tile: with one tile a family, 1 x 4096 x 4096 times the skinny tile at 8
+    # loads in flight a thread and at 4, deepest first
+    from hgemm.tune import shortlist
+
+    skinny = [name for name, _ in shortlist(Problem(1, 4096, 4096), 1) if name.startswith("skinny_")]
+    assert len(skinny) == 2 and skinny[0] == skinny[1] + "_u8", skinny
+
+
 def saved_result(problem: Problem, times_us: dict[str, float], baseline_us: float = 4.5) -> dict:
     """A problem's result as a GPU tune saves it: the candidates' and cuBLAS's times."""
     tflops = problem.flops / baseline_us / 1e6

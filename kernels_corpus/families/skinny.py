@@ -22,7 +22,7 @@ HEADER = "skinny.cuh"   # the header whose template the renders instantiate
 NT = 256
 MT_CHOICES = (1, 2, 4, 8)
 NN_BN = (256, 512)          # columns per CTA: TPN = BN / 8 threads across n, KG = 256 / TPN k-groups
-NN_UNROLL = 4               # B loads in flight per thread (2 for MT=8, whose 64 accumulators need the registers)
+NN_UNROLL = (4, 8)          # 16-byte B loads in flight a thread (MT=8, whose 64 accumulators need the registers: 2)
 TN_NPW = (2, 4)             # output columns per warp
 SPLITS = (1, 4, 16)
 
@@ -30,15 +30,16 @@ SPLITS = (1, 4, 16)
 def variants() -> list[dict]:
     out = []
     for mt, bn, sk in itertools.product(MT_CHOICES, NN_BN, SPLITS):
-        out.append(dict(kind="nn", mt=mt, bn=bn, split_k=sk))
+        for unroll in (NN_UNROLL if mt <= 4 else (2,)):
+            out.append(dict(kind="nn", mt=mt, bn=bn, split_k=sk, unroll=unroll))
     for mt, npw, sk in itertools.product(MT_CHOICES, TN_NPW, SPLITS):
         out.append(dict(kind="tn", mt=mt, npw=npw, split_k=sk))
     return out
 
 
 def name(p: dict) -> str:
-    if p["kind"] == "nn":
-        return f"skinny_nn_m{p['mt']}_bn{p['bn']}_sk{p['split_k']}"
+    if p["kind"] == "nn":   # the first depth of NN_UNROLL (or MT=8's 2) unnamed
+        return f"skinny_nn_m{p['mt']}_bn{p['bn']}_sk{p['split_k']}" + ("_u8" if p['unroll'] == 8 else "")
     return f"skinny_tn_m{p['mt']}_npw{p['npw']}_sk{p['split_k']}"
 
 
@@ -50,10 +51,6 @@ def applicable(p: dict, problem) -> bool:
         return False
     ctas = (-(-problem.N // p["bn"]) if p["kind"] == "nn" else -(-problem.N // (8 * p["npw"]))) * problem.batch
     return p["split_k"] == 1 or ctas < 264
-
-
-def _unroll(p: dict) -> int:
-    return NN_UNROLL if p["mt"] <= 4 else 2
 
 
 def _min_blocks(p: dict) -> int:
@@ -74,7 +71,7 @@ def spec_text(p: dict) -> str:
     if p["kind"] == "nn":
         kg = NT // (p["bn"] // 8)
         tiles_x = f"cdiv(N, {p['bn']})"
-        ksplit = f"min({p['split_k']}, cdiv(K, {kg * _unroll(p)}))"
+        ksplit = f"min({p['split_k']}, cdiv(K, {kg * p['unroll']}))"
     else:
         tiles_x = f"cdiv(N, {8 * p['npw']})"
         ksplit = f"min({p['split_k']}, cdiv(K, 256))"
@@ -98,8 +95,8 @@ def render(p: dict) -> str:
     hgemm::SkinnyTN (hgemm/include/hgemm/skinny.cuh)."""
     split = f", split-K up to {p['split_k']}" if p["split_k"] > 1 else ""
     if p["kind"] == "nn":
-        kernel = f"hgemm::SkinnyNN<{p['mt']}, {p['bn']}, {_unroll(p)}>"
-        desc = (f"// Skinny-M HGEMM, NN: {p['mt']} rows of C x {p['bn']} columns per CTA, {_unroll(p)} 16-byte B loads "
+        kernel = f"hgemm::SkinnyNN<{p['mt']}, {p['bn']}, {p['unroll']}>"
+        desc = (f"// Skinny-M HGEMM, NN: {p['mt']} rows of C x {p['bn']} columns per CTA, {p['unroll']} 16-byte B loads "
                 f"in flight per thread, k-groups reduced in shared memory{split}")
     else:
         kernel = f"hgemm::SkinnyTN<{p['mt']}, {p['npw']}>"

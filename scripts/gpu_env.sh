@@ -2,10 +2,21 @@
 # The image lacks pycuda, trl, datasets, snakemake, deepspeed, nvmath-python, datasketch, nvidia-cutlass
 # (the corpus's CUTLASS/CuTe sources) and nvidia-cuda-nvdisasm; .whl/ carries them (see README).
 set -u
-if [ -d .whl ] && [ ! -f /tmp/site/.installed ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && touch /tmp/site/.installed
+# installed once a machine, and again when .whl/ holds other wheels than the ones installed
+if [ -d .whl ] && [ "$(ls .whl/*.whl 2>/dev/null)" != "$(cat /tmp/site/.installed 2>/dev/null)" ]; then
+  python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+    && ls .whl/*.whl > /tmp/site/.installed
 fi
 export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
+# a module missing here fails a stage minutes into a run: say so now
+python3 - <<'PY' || echo "gpu_env.sh: carry the missing packages' wheels in .whl/ (README.md, Run)" >&2
+import importlib.util, sys
+missing = [m for m in ("pycuda", "trl", "datasets", "snakemake", "deepspeed", "nvmath", "datasketch", "cutlass_library")
+           if importlib.util.find_spec(m) is None]
+if missing:
+    print(f"gpu_env.sh: not importable here: {', '.join(missing)}", file=sys.stderr)
+    sys.exit(1)
+PY
 export PATH=/tmp/site/bin:$PATH
 # rules call `python`; some images only have python3
 command -v python >/dev/null || { mkdir -p /tmp/site/bin && ln -sf "$(command -v python3)" /tmp/site/bin/python; }

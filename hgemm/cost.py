@@ -99,9 +99,11 @@ def features(params: dict, p: Problem) -> list[float]:
     dram = 2 * p.batch * (p.M * p.K + p.K * p.N + p.M * p.N)
     if params.get("kind") == "narrow":  # a lane group a walked row, k in sequence; the other operand staged a CTA
         rows, cols = narrow.roles(params, p)
-        ctas = _cdiv(rows, narrow.rows_per_cta(params)) * p.batch
+        blocks = _cdiv(cols, params["nb"])  # column blocks, each reading the walked operand again
+        ctas = _cdiv(rows, narrow.rows_per_cta(params)) * blocks * p.batch
         chain = _cdiv(ctas, NUM_SMS * narrow.min_blocks(params)) * narrow.round_trips(params, p.K)
-        return [1.0, dram, 0.0, 0.0, 2.0 * ctas * cols * p.K, 0.0, chain, 0.0, 0.0]
+        dram += 2 * p.batch * rows * p.K * (blocks - 1)
+        return [1.0, dram, 0.0, 0.0, 2.0 * ctas * min(cols, params["nb"]) * p.K, 0.0, chain, 0.0, 0.0]
     if "bm" not in params:  # skinny: mt output rows a warp, split over K with fp32 atomics
         partials = 4 * p.batch * p.M * p.N * split if split > 1 else 0
         rows = _cdiv(p.M, params["mt"]) * p.batch * split

@@ -54,6 +54,16 @@ def test_a_narrow_kernel_chains_fewer_loads_with_more_lanes_and_warps_a_row():
     assert features(one, p)[l2] == 2 * 8 * 3 * 4687 and features(shared, p)[l2] == 2 * 64 * 3 * 4687
 
 
+def test_two_column_blocks_of_a_narrow_kernel_read_the_walked_operand_twice():
+    # 768 x 7 x 5312 with NB 4: two blocks of columns, twice the CTAs of NB 8, each block reading A
+    p = Problem(768, 7, 5312)
+    two = features(kernel_params("narrow_nb4_l32_r1_w1"), p)
+    one = features(kernel_params("narrow_nb8_l32_r1_w1"), p)
+    dram, l2 = FEATURES.index("dram_bytes"), FEATURES.index("l2_bytes")
+    assert two[dram] - one[dram] == 2 * 768 * 5312
+    assert two[l2] == 2 * (96 * 2) * 4 * 5312 and one[l2] == 2 * 96 * 7 * 5312
+
+
 def _synthetic(coef: dict[str, list[float]], kernels: dict[str, dict], shapes: list[Problem]):
     return {p.key: {n: float(np.dot(coef[family(params)], features(params, p))) for n, params in kernels.items()}
             for p in shapes}

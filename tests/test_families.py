@@ -86,7 +86,9 @@ def test_skinny_applicability():
 def test_narrow_applicability():
     four = dict(kind="narrow", nb=4, lpr=32, r=2, kw=1, swap=False)
     assert narrow.applicable(four, Problem(9856, 3, 1263, layout="TN"))
-    assert not narrow.applicable(four, Problem(9856, 2, 1263))          # N = 2 takes NB = 2
+    assert not narrow.applicable(four, Problem(9856, 2, 1263))          # N = 2 takes NB 2 (or 1)
+    assert narrow.applicable(four, Problem(768, 7, 5312))              # half of N = 7's NB 8: two column blocks
+    assert not narrow.applicable(dict(four, nb=2), Problem(768, 7, 5312))   # a quarter: four
     assert not narrow.applicable(four, Problem(9856, 17, 1263))         # past 16 columns: the tile families
     assert not narrow.applicable(dict(four, lpr=8), Problem(9856, 3, 1263))   # 8 lanes a row: short rows only
     assert narrow.applicable(dict(four, kw=8), Problem(64, 3, 4687))    # few rows, long K: the CTA shares k

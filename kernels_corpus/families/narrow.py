@@ -1,11 +1,11 @@
-"""Narrow HGEMM family (N <= 16, or TN with M <= 16): one operand read once against one that fits in
-shared memory.
+"""Narrow HGEMM family (N <= 16, or TN with M <= 16): one operand read once or twice against one that
+fits in shared memory.
 
 The kernel is hgemm::Narrow in hgemm/include/hgemm/narrow.cuh. With a handful of output columns the
 tile families spend a 64- or 128-wide tile on N and, on odd row pitches, load A through their
 element-wise or register-realigned paths; here lanes walk A's rows along k with 2-byte loads, so any
 pitch and alignment reads at full width, and B (N x K, at most 16 columns) is staged in shared memory
-as fp32. NB columns a k (the smallest power of two >= N), LPR lanes a row, R rows a lane, KW warps
+as fp32. NB columns a k (the smallest power of two >= N, or half of it), LPR lanes a row, R rows a lane, KW warps
 sharing a row's k for problems with few rows and a long K. Both layouts from one render (B's layout
 is a compile-time switch); no workspace. Correct for any N (grid.y walks blocks of NB columns, each
 reading A again), applicable where N <= 16. TN is symmetric in A and B (both row-major over k), so the
@@ -99,8 +99,12 @@ def applicable(p: dict, problem) -> bool:
     rows, cols = roles(p, problem)
     if cols > 16:
         return False
-    # the smallest NB that holds the staged columns: a wider one only adds zeros
-    if p["nb"] != min(nb for nb in NB_CHOICES if nb >= cols):
+    # the smallest NB that holds the staged columns (a wider one only adds zeros), or half of it: two
+    # column blocks read the walked operand twice, but a lane reads half the staged values a k and
+    # twice the CTAs share the walk. On 768x7x5312, NB 4 took 18.9 us and the fastest NB 8 22.3
+    # (benchmarks/narrow/expected.json); on 12672x15x64 TN, NB 8 19.7 and NB 16 14.4: the tune times both.
+    fit = min(nb for nb in NB_CHOICES if nb >= cols)
+    if p["nb"] not in (fit, fit // 2):
         return False
     if p["lpr"] == 8 and problem.K > SHORT_ROWS:
         return False

@@ -5,10 +5,10 @@ The kernel is hgemm::Narrow in hgemm/include/hgemm/narrow.cuh. With a handful of
 tile families spend a 64- or 128-wide tile on N and, on odd row pitches, load A through their
 element-wise or register-realigned paths; here lanes walk A's rows along k with 2-byte loads, so any
 pitch and alignment reads at full width, and B (N x K, at most 16 columns) is staged in shared memory
-as fp32. NB columns a k (the smallest power of two >= N, or half of it), LPR lanes a row, R rows a lane, KW warps
-sharing a row's k for problems with few rows and a long K. Both layouts from one render (B's layout
-is a compile-time switch); no workspace. Correct for any N (grid.y walks blocks of NB columns, each
-reading A again), applicable where N <= 16. TN is symmetric in A and B (both row-major over k), so the
+as fp32. NB columns a k (the smallest power of two >= N, or half of it), LPR lanes a row, R rows a
+lane, KW warps sharing a row's k for problems with few rows and a long K. Both layouts from one
+render (B's layout is a compile-time switch); no workspace. Correct for any N (grid.y walks blocks of
+NB columns, each reading A again), applicable where N <= 16. TN is symmetric in A and B (both row-major over k), so the
 `swap` variants serve a few rows instead (M <= 16): B's rows are walked, A is staged, C is written
 transposed; they render for TN alone.
 

@@ -100,7 +100,7 @@ def features(params: dict, p: Problem) -> list[float]:
     if params.get("kind") == "narrow":  # a lane group a walked row, k in sequence; the other operand staged a CTA
         rows, cols = narrow.roles(params, p)
         blocks = _cdiv(cols, params["nb"])  # column blocks, each reading the walked operand again
-        ctas = _cdiv(rows, narrow.rows_per_cta(params)) * blocks * p.batch
+        ctas = narrow.ctas(params, p)
         chain = _cdiv(ctas, NUM_SMS * narrow.min_blocks(params)) * narrow.round_trips(params, p.K)
         dram += 2 * p.batch * rows * p.K * (blocks - 1)
         return [1.0, dram, 0.0, 0.0, 2.0 * ctas * min(cols, params["nb"]) * p.K, 0.0, chain, 0.0, 0.0]

@@ -67,8 +67,8 @@ def estimate(params: dict, problem: Problem) -> float:
     """A relative cost for ranking tensor-core tile variants: waves of CTAs times the work of one CTA,
     discounted by the tile's arithmetic intensity (small tiles re-read operands more often)."""
     if params.get("kind") == "narrow":  # waves times a lane's memory waits in sequence, and the FMAs
-        rows, cols = narrow.roles(params, problem)
-        ctas = _cdiv(rows, narrow.rows_per_cta(params)) * _cdiv(cols, params["nb"]) * problem.batch
+        cols = narrow.roles(params, problem)[1]
+        ctas = narrow.ctas(params, problem)
         chain = narrow.round_trips(params, problem.K)
         return (float(_cdiv(ctas, NUM_SMS * narrow.min_blocks(params)) * chain)
                 + ctas * min(cols, params["nb"]) * problem.K / (NUM_SMS * 256))

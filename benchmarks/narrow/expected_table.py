@@ -30,13 +30,14 @@ def before() -> dict[str, dict]:
 
 
 def fastest(times: dict[str, float], prefix: str) -> tuple[str, float] | None:
-    mine = [(us, n) for n, us in times.items() if n.startswith(prefix)]
-    return (min(mine)[1], min(mine)[0]) if mine else None
+    mine = [(n, us) for n, us in times.items() if n.startswith(prefix)]
+    return min(mine, key=lambda nu: nu[1]) if mine else None
 
 
 def main(path: str) -> None:
     run = json.load(open(path))
     then = before()
+    params = {narrow.name(v): v for v in narrow.variants()}
     library = Library(Path("results/committed")) if Path("results/committed").exists() else None
     print("| shape | strongest baseline, µs | library's kernel, µs | narrow kernel before, µs | same kernel now, µs "
           "| fastest narrow now, µs |")
@@ -60,7 +61,6 @@ def main(path: str) -> None:
                 old_cell = f"{f[0]} {cell(f[1], old['best_baseline_us'])}"
                 now_cell = cell(ok[old_name]) if old_name in ok else "not ok"
         new = fastest(ok, "narrow")
-        params = {narrow.name(v): v for v in narrow.variants()}
         mark = "" if new is None or narrow.applicable(params[new[0]], p) else "*"
         new_cell = f"{new[0]}{mark} {cell(new[1])}" if new else "—"
         print(f"| {p.key} | {res['best_baseline']} {best:.1f} | {lib_cell} | {old_cell} | {now_cell} | {new_cell} |")

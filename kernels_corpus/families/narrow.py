@@ -60,6 +60,13 @@ def rows_per_cta(p: dict) -> int:
     return WARPS // p["kw"] * (32 // p["lpr"]) * p["r"]
 
 
+def ctas(p: dict, problem) -> int:
+    """The launch's CTAs: blocks of walked rows times blocks of NB staged columns (each block of columns
+    walking the rows again), times the batch."""
+    rows, cols = roles(p, problem)
+    return _cdiv(rows, rows_per_cta(p)) * _cdiv(cols, p["nb"]) * problem.batch
+
+
 def min_blocks(p: dict) -> int:
     """CTAs an SM for __launch_bounds__: 4 (64 registers a thread) for up to 4 accumulators, else 2
     (128). A thread holds a chunk's 32 staged values, or its lane's loads in flight, beside its

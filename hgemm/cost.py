@@ -36,7 +36,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from kernels_corpus.families import FAMILIES, narrow
+from kernels_corpus.families import FAMILIES, narrow, small_k
 
 from .params import operand_shape
 from .problem import NUM_SMS, Problem
@@ -70,8 +70,8 @@ def applicable(name: str, p: Problem) -> bool:
 
 
 def family(params: dict) -> str:
-    if params.get("kind") == "narrow":
-        return "narrow"
+    if params.get("kind") in ("narrow", "small_k"):
+        return params["kind"]
     if "bm" not in params:
         return "skinny"
     if "consumers" in params:
@@ -104,6 +104,12 @@ def features(params: dict, p: Problem) -> list[float]:
         chain = _cdiv(ctas, NUM_SMS * narrow.min_blocks(params)) * narrow.round_trips(params, p.K)
         dram += 2 * p.batch * rows * p.K * (blocks - 1)
         return [1.0, dram, 0.0, 0.0, 2.0 * ctas * min(cols, params["nb"]) * p.K, 0.0, chain, 0.0, 0.0]
+    if params.get("kind") == "small_k":  # C's stores; a warp's rows in sequence, a load of A each step
+        ctas = small_k.ctas(params, p)
+        chain = _cdiv(ctas, NUM_SMS * small_k.min_blocks(params)) * small_k.steps(params, p)
+        # every column block reads A's rows, every CTA its columns of B
+        l2 = 2.0 * p.batch * p.K * (p.M * small_k.column_blocks(params, p.N) + p.N * small_k.row_ctas(params, p))
+        return [1.0, dram, 0.0, 0.0, l2, 0.0, chain, 0.0, 0.0]
     if "bm" not in params:  # skinny: mt output rows a warp, split over K with fp32 atomics
         partials = 4 * p.batch * p.M * p.N * split if split > 1 else 0
         rows = _cdiv(p.M, params["mt"]) * p.batch * split

@@ -32,7 +32,7 @@ import json
 import time
 from pathlib import Path
 
-from kernels_corpus.families import FAMILIES, mma_sync, narrow
+from kernels_corpus.families import FAMILIES, mma_sync, narrow, small_k
 
 from .bench import run_bench
 from .candidate import parse_spec
@@ -72,6 +72,9 @@ def estimate(params: dict, problem: Problem) -> float:
         chain = narrow.round_trips(params, problem.K)
         return (float(_cdiv(ctas, NUM_SMS * narrow.min_blocks(params)) * chain)
                 + ctas * min(cols, params["nb"]) * problem.K / (NUM_SMS * 256))
+    if params.get("kind") == "small_k":  # waves times a warp's steps in sequence
+        return float(_cdiv(small_k.ctas(params, problem), NUM_SMS * small_k.min_blocks(params))
+                     * small_k.steps(params, problem))
     if "bm" not in params:  # skinny family: bandwidth-bound, rank by rows per CTA and split
         return float(_cdiv(problem.M, params.get("mt", 1))) / max(1, params.get("split_k", 1))
     bm, bn = params["bm"], params["bn"]
@@ -123,7 +126,9 @@ def shortlist(problem: Problem, tiles_per_family: int = DEFAULT_TILES, stages_pe
         # Every narrow variant that applies is timed (at most 24, kernels of microseconds): the estimate
         # ranked the fastest first on 3 of the 6 shapes of benchmarks/narrow/expected.json, and its first
         # took 1.78x the fastest's time on 768x7x5312.
-        picked = ranked if fam is narrow else ranked[:tiles_per_family]
+        # The short-K kernels (at most 6 apply) likewise: the tune has no measurement of them to fit an
+        # estimate to yet.
+        picked = ranked if fam in (narrow, small_k) else ranked[:tiles_per_family]
         # A staged split-K kernel pays the operand copies on a mainloop a fraction as long as an unsplit
         # kernel's, which the estimate (a tenth of the time a copy, from unsplit kernels) cannot see:
         # it is timed beside the best unsplit tile, not in its place.

@@ -23,10 +23,10 @@ from hgemm.compile import compile_candidate
 from hgemm.problem import Problem
 from hgemm.tune import CLUSTER_CTAS_AT_ONCE
 from kernels_corpus import families
-from kernels_corpus.families import batched_small, mma_sync, narrow, skinny, wgmma
+from kernels_corpus.families import batched_small, mma_sync, narrow, skinny, small_k, wgmma
 
-FAMILY_MODULES = (mma_sync, skinny, batched_small, wgmma, narrow)
-HEADER_FAMILIES = (mma_sync, skinny, batched_small, narrow)   # renders that instantiate a header template
+FAMILY_MODULES = (mma_sync, skinny, batched_small, wgmma, narrow, small_k)
+HEADER_FAMILIES = (mma_sync, skinny, batched_small, narrow, small_k)   # renders that instantiate a header template
 EDGE_PROBLEMS = [
     Problem(1, 1, 1), Problem(1, 4096, 4096), Problem(17, 31, 7, batch=3), Problem(4097, 4095, 8193),
     Problem(128, 128, 128, batch=256), Problem(16384, 16384, 16384), Problem(64, 14336, 4096, layout="TN"),
@@ -219,6 +219,84 @@ def test_narrow_index_arithmetic_covers_each_product_once(params, shape, layout)
     np.testing.assert_array_equal(C, A @ (B if layout == "NN" else B.transpose(0, 2, 1)))
 
 
+def test_small_k_applies_at_the_smallest_kmax_that_holds_k():
+    def kmaxes(K):
+        return sorted({p["kmax"] for p in small_k.variants() if small_k.applicable(p, Problem(4089, 9017, K))})
+    assert kmaxes(1) == kmaxes(4) == [4] and kmaxes(5) == kmaxes(8) == [8] and kmaxes(9) == kmaxes(16) == [16]
+    assert kmaxes(17) == []
+    # 6 variants a K up to 8 (two store widths x three rows a step), 4 at K 16 (U * K <= 32 values of A)
+    assert [sum(small_k.applicable(p, Problem(64, 64, k)) for p in small_k.variants()) for k in (3, 7, 16)] == [6, 6, 4]
+
+
+def _small_k_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, A: np.ndarray, B: np.ndarray,
+                   c_elem: int) -> np.ndarray:
+    """hgemm::SmallK::run (hgemm/include/hgemm/small_k.cuh) over flat buffers, a warp and lane at a time,
+    in the kernel's own index formulas, on the grid its launch spec gives: C starts c_elem elements
+    into an aligned allocation. Every load is bounds-checked, every whole-vector store asserted aligned to
+    V elements of the allocation, and every element of C asserted stored once."""
+    kmax, v, u = p["kmax"], p["v"], p["u"]
+    grid, block, _, _ = parse_candidate(small_k.render(p)).spec.launch_dims(
+        dict(M=M, N=N, K=K, batch=batch, num_sms=132))
+    assert block == (256, 1, 1) and grid[2] == batch
+    a_flat, b_flat = A.ravel(), B.ravel()
+    c_flat, stores = np.full(batch * M * N, np.nan), np.zeros(batch * M * N, dtype=int)
+    whole_stores = 0
+
+    def load(buf, i):
+        assert 0 <= i < buf.size, f"read {i} of {buf.size}"
+        return buf[i]
+
+    for bz, by, bx, warp, lane in itertools.product(range(grid[2]), range(grid[1]), range(grid[0]), range(8), range(32)):
+        a_off, b_off, c_off = bz * M * K, bz * K * N, bz * M * N
+        phase = (c_elem + (bz * M + warp) * N) % v
+        c0 = (v - phase) % v
+        cs = c0 - v + v * (bx * 32 + lane)
+        whole = cs >= 0 and cs + v <= N
+        bv = np.zeros((kmax, v))
+        for k, j in itertools.product(range(kmax), range(v)):
+            col = cs + j
+            if k < K and 0 <= col < N:
+                bv[k, j] = load(b_flat, b_off + (k * N + col if layout == "NN" else col * K + k))
+        step = 8 * grid[1]
+        for r0 in range(warp + 8 * by, M, step * u):
+            rows = [r0 + i * step for i in range(u)]
+            a = np.array([[load(a_flat, a_off + r * K + k) if k < K and r < M else 0.0 for k in range(kmax)]
+                          for r in rows])
+            for i, r in enumerate(rows):
+                if r >= M:
+                    break
+                acc = a[i] @ bv
+                for j in range(v):
+                    if whole or 0 <= cs + j < N:
+                        assert 0 <= cs + j < N
+                        c_flat[c_off + r * N + cs + j] = acc[j]
+                        stores[c_off + r * N + cs + j] += 1
+                if whole:
+                    assert (c_elem + c_off + r * N + cs) % v == 0, "a vector store off its alignment"
+                    whole_stores += 1
+    assert (stores == 1).all()
+    return c_flat.reshape(batch, M, N), whole_stores
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+@pytest.mark.parametrize("params,shape,c_elem", [
+    (dict(kind="small_k", kmax=4, v=8, u=2), (37, 301, 3, 2), 0),     # odd N: every row at another offset mod 8
+    (dict(kind="small_k", kmax=4, v=4, u=4), (19, 259, 1, 3), 3),     # C starting off its alignment, batch
+    (dict(kind="small_k", kmax=8, v=8, u=1), (9, 5, 7, 2), 0),        # N < V: chunks straddle two rows' ends
+    (dict(kind="small_k", kmax=16, v=8, u=2), (70, 520, 16, 1), 5),   # two column blocks, several row CTAs
+    (dict(kind="small_k", kmax=16, v=4, u=1), (1, 1, 9, 1), 0),       # one element
+])
+def test_small_k_index_arithmetic_covers_each_element_once_with_aligned_vectors(params, shape, layout, c_elem):
+    M, N, K, batch = shape
+    rng = np.random.default_rng(0)
+    A = rng.integers(-3, 4, (batch, M, K)).astype(np.float64)   # small integers: the sums are exact
+    B = rng.integers(-3, 4, (batch, K, N) if layout == "NN" else (batch, N, K)).astype(np.float64)
+    C, whole = _small_k_model(params, layout, M, N, K, batch, A, B, c_elem)
+    np.testing.assert_array_equal(C, A @ (B if layout == "NN" else B.transpose(0, 2, 1)))
+    # the vector stores carry all but each row's two straddling chunks
+    assert N < 2 * params["v"] or whole >= batch * M * (N // params["v"] - 1)
+
+
 # ---------------------------------------------------------------- mma_sync fragment emulation
 
 def _swz(r: int, c: int, cpr: int) -> int:
@@ -405,6 +483,8 @@ HARNESS_PICKS = {
     # the most accumulators a thread (NB 16 x 2 rows, a CTA's warps sharing k) and the fewest
     "narrow": lambda vs: [next(p for p in vs if p["nb"] == 16 and p["r"] == 2 and p["kw"] == 8), vs[0],
                           next(p for p in vs if p["swap"])],
+    # the most registers (K 16 x 8 columns, 2 rows a step) and the fewest
+    "small_k": lambda vs: [next(p for p in vs if p["kmax"] == 16 and p["v"] == 8 and p["u"] == 2), vs[0]],
 }
 
 
@@ -424,7 +504,7 @@ def test_header_family_instantiations_compile_through_the_harness(fam, tmp_path)
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
 def test_every_header_family_instantiation_compiles_without_spills(tmp_path):
-    """Every variant of mma_sync, skinny, batched_small and narrow, each layout it supports, through the
+    """Every variant of mma_sync, skinny, batched_small, narrow and small_k, each layout it supports, through the
     harness's compile path: no spills (beyond KNOWN_SPILLS, exactly those), no stack frame, no
     module-scope state, <= 255 registers."""
     import os
@@ -432,7 +512,8 @@ def test_every_header_family_instantiation_compiles_without_spills(tmp_path):
 
     jobs = [job for fam in HEADER_FAMILIES for job in _instantiations(fam, fam.variants())]
     swapped = sum(p["swap"] for p in narrow.variants())   # TN alone
-    assert len(jobs) == (2 * (len(mma_sync.variants()) + len(batched_small.variants()) + len(narrow.variants()))
+    assert len(jobs) == (2 * (len(mma_sync.variants()) + len(batched_small.variants()) + len(narrow.variants())
+                              + len(small_k.variants()))
                          + len(skinny.variants()) - swapped)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
         failures = [m for m in ex.map(lambda job: _harness_compile(*job, tmp_path), jobs) if m]

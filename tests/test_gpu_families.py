@@ -103,3 +103,27 @@ def test_narrow_variants_verify_on_the_shapes_they_serve(layout):
                                  if r["status"] != "ok"] or (None if out["results"] else out.get("error"))
                 for v, out in zip(variants, verdicts)}
     assert not {k: f for k, f in failures.items() if f}
+
+
+# The short-K family's own shapes: odd N (every row at another offset mod V), N below V (chunks that
+# straddle two rows), batch entries starting off their alignment (odd M * N), M = 1, N = 1, K at each
+# KMAX and below, two column blocks; every variant verifies on those its KMAX holds.
+SMALL_K = [Problem(4089, 9017, 3), Problem(37, 301, 3, 2), Problem(19, 259, 1, 3), Problem(9, 5, 7, 2),
+           Problem(70, 520, 16, 1), Problem(1, 1, 9), Problem(1, 4099, 4), Problem(3001, 1, 8), Problem(64, 5493, 5, 7),
+           Problem(2905, 9, 15), Problem(65, 64, 16, 3), Problem(128, 128, 1)]
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_small_k_variants_verify_on_the_shapes_they_serve(layout):
+    from kernels_corpus.families import small_k
+
+    variants = small_k.variants()
+    problems = [[q for q in (Problem(p.M, p.N, p.K, p.batch, layout) for p in SMALL_K) if small_k.applicable(v, q)]
+                for v in variants]
+    assert all(problems)
+    with KernelJudge(EvalOptions(timing=False)) as judge:
+        verdicts = judge.judge([small_k.render(v) for v in variants], problems)
+    failures = {small_k.name(v): [(r["problem"], r["status"], r.get("error", "")[:200]) for r in out["results"]
+                                  if r["status"] != "ok"] or (None if out["results"] else out.get("error"))
+                for v, out in zip(variants, verdicts)}
+    assert not {k: f for k, f in failures.items() if f}

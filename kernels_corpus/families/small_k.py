@@ -54,9 +54,11 @@ def column_blocks(p: dict, N: int) -> int:
 
 
 def row_ctas(p: dict, problem) -> int:
-    """grid.y: CTAs sharing a batch entry's rows, enough for one wave of min_blocks CTAs an SM over the
-    column blocks and the batch, and no more than 8 * U rows each."""
-    wave = _cdiv(NUM_SMS * min_blocks(p), column_blocks(p, problem.N) * problem.batch)
+    """grid.y: CTAs sharing a batch entry's rows, as many as one wave of min_blocks CTAs an SM holds
+    over the column blocks and the batch (at least 1), and no fewer than 8 * U rows each. Rounded down:
+    a second wave of a few CTAs walks as many rows as the first, and doubled the time on
+    4089 x 9017 x 3 (540 CTAs of 4 an SM: benchmarks/small_k/)."""
+    wave = NUM_SMS * min_blocks(p) // (column_blocks(p, problem.N) * problem.batch)
     return max(1, min(_cdiv(problem.M, WARPS * p["u"]), wave))
 
 
@@ -84,7 +86,7 @@ def spec_text(p: dict) -> str:
         "/*@launch",
         f"entry: {name(p)}",
         f"block: {NT}",
-        f"grid: cdiv(N + {v}, {32 * v}), max(1, min(cdiv(M, {WARPS * u}), cdiv(num_sms * {mb}, cdiv(N + {v}, {32 * v}) * batch))), batch",
+        f"grid: cdiv(N + {v}, {32 * v}), max(1, min(cdiv(M, {WARPS * u}), num_sms * {mb} // (cdiv(N + {v}, {32 * v}) * batch))), batch",
         "smem: 0",
         "workspace: 0",
         "layouts: NN, TN",

@@ -16,6 +16,7 @@ on relative error over every kernel time the tunes recorded:
   rows of A and columns of B for every k step, so a narrow warp tile (16 x 32) reads far more per
   flop than a square one, which the tile work alone does not tell apart;
 - latency: the K-steps one CTA runs in sequence (a deep K at few tiles is a chain of dependent steps);
+  for the narrow and short-K kernels, waves times the memory waits a lane takes in sequence;
 - staged bytes: the operand copies the staged loader makes before its mainloop;
 - misaligned loads: the busiest SM's operand elements that the mma.sync template (mma_sync,
   batched_small) reads through registers because their rows are not 16-byte aligned, where cp.async

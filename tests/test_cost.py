@@ -54,6 +54,25 @@ def test_a_narrow_kernel_chains_fewer_loads_with_more_lanes_and_warps_a_row():
     assert features(one, p)[l2] == 2 * 8 * 3 * 4687 and features(shared, p)[l2] == 2 * 64 * 3 * 4687
 
 
+def test_a_short_k_kernel_fills_one_wave_and_walks_the_rest_of_the_rows_in_sequence():
+    # 4089 x 9017 x 3, KMAX 4, 8 columns a lane, 4 CTAs an SM: 36 blocks of 256 columns; 528 // 36 = 14
+    # CTAs a column block share the rows (one wave of 504, none left over), 8 * 14 rows apart: 37 row
+    # steps a warp. Each column block reads all of A, each CTA its columns of B.
+    from kernels_corpus.families import small_k
+
+    p = Problem(4089, 9017, 3)
+    params = kernel_params("small_k_k4_v8_u1")
+    assert family(params) == "small_k" and small_k.min_blocks(params) == 4
+    assert small_k.column_blocks(params, p.N) == 36 and small_k.row_ctas(params, p) == 14
+    chain, l2 = FEATURES.index("latency"), FEATURES.index("l2_bytes")
+    x = features(params, p)
+    assert x[chain] == 1 * 37
+    assert x[l2] == 2 * 3 * (4089 * 36 + 9017 * 14)
+    # two rows a step (still 4 CTAs an SM): the same 37 rows a warp in 19 steps
+    two = kernel_params("small_k_k4_v8_u2")
+    assert small_k.min_blocks(two) == 4 and small_k.row_ctas(two, p) == 14 and features(two, p)[chain] == 19
+
+
 def test_two_column_blocks_of_a_narrow_kernel_read_the_walked_operand_twice():
     # 768 x 7 x 5312 with NB 4: two blocks of columns, twice the CTAs of NB 8, each block reading A
     p = Problem(768, 7, 5312)

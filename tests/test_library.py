@@ -117,6 +117,18 @@ def test_tune_shortlist_times_every_narrow_variant_that_applies():
     assert len(timed) == 12 and "narrow_nb4_l32_r1_w1" in timed
 
 
+def test_tune_shortlist_times_every_short_k_variant_that_applies():
+    # the short-K kernels have no estimate fitted to measurements: a K = 3 shape times all six of KMAX 4
+    from hgemm.tune import shortlist
+    from kernels_corpus.families import small_k
+
+    p = Problem(4089, 9017, 3)
+    timed = [name for name, _ in shortlist(p, 1) if name.startswith("small_k_")]
+    assert sorted(timed) == sorted(small_k.name(v) for v in small_k.variants() if small_k.applicable(v, p))
+    assert len(timed) == 6 and all(name.startswith("small_k_k4_") for name in timed)
+    assert not [name for name, _ in shortlist(Problem(4089, 9017, 17), 1) if name.startswith("small_k_")]
+
+
 def saved_result(problem: Problem, times_us: dict[str, float], baseline_us: float = 4.5) -> dict:
     """A problem's result as a GPU tune saves it: the candidates' and cuBLAS's times."""
     tflops = problem.flops / baseline_us / 1e6

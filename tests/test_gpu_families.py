@@ -80,6 +80,17 @@ def test_family_variants_verify_on_edge_shapes(layout):
     assert not failures, failures
 
 
+def failures_on_own_shapes(fam, variants: list[dict], problems: list[list[Problem]]) -> dict:
+    """Each variant of a family judged (verified, not timed) on its own list of problems: {variant name:
+    its results that are not `ok`, or the judge's error where it has no results}, the failing ones only."""
+    with KernelJudge(EvalOptions(timing=False)) as judge:
+        verdicts = judge.judge([fam.render(v) for v in variants], problems)
+    failures = {fam.name(v): [(r["problem"], r["status"], r.get("error", "")[:200]) for r in out["results"]
+                              if r["status"] != "ok"] or (None if out["results"] else out.get("error"))
+                for v, out in zip(variants, verdicts)}
+    return {name: f for name, f in failures.items() if f}
+
+
 # The narrow family's own shapes: odd pitches, the staged operand in several chunks (K past 8192 / NB),
 # few rows with a long K (warps sharing k), batch, N past NB (column blocks), and (TN, the swap variants)
 # a few rows of C, where every variant must verify.
@@ -97,12 +108,7 @@ def test_narrow_variants_verify_on_the_shapes_they_serve(layout):
     variants = [v for v in narrow.variants() if layout in parse_spec(narrow.render(v)).layouts]
     problems = [[q for q in (Problem(p.M, p.N, p.K, p.batch, layout) for p in NARROW) if narrow.applicable(v, q)]
                 + [Problem(p.M, p.N, p.K, p.batch, layout) for p in NARROW_ANY] for v in variants]
-    with KernelJudge(EvalOptions(timing=False)) as judge:
-        verdicts = judge.judge([narrow.render(v) for v in variants], problems)
-    failures = {narrow.name(v): [(r["problem"], r["status"], r.get("error", "")[:200]) for r in out["results"]
-                                 if r["status"] != "ok"] or (None if out["results"] else out.get("error"))
-                for v, out in zip(variants, verdicts)}
-    assert not {k: f for k, f in failures.items() if f}
+    assert not failures_on_own_shapes(narrow, variants, problems)
 
 
 # The short-K family's own shapes: odd N (every row at another offset mod V), N below V (chunks that
@@ -121,9 +127,4 @@ def test_small_k_variants_verify_on_the_shapes_they_serve(layout):
     problems = [[q for q in (Problem(p.M, p.N, p.K, p.batch, layout) for p in SMALL_K) if small_k.applicable(v, q)]
                 for v in variants]
     assert all(problems)
-    with KernelJudge(EvalOptions(timing=False)) as judge:
-        verdicts = judge.judge([small_k.render(v) for v in variants], problems)
-    failures = {small_k.name(v): [(r["problem"], r["status"], r.get("error", "")[:200]) for r in out["results"]
-                                  if r["status"] != "ok"] or (None if out["results"] else out.get("error"))
-                for v, out in zip(variants, verdicts)}
-    assert not {k: f for k, f in failures.items() if f}
+    assert not failures_on_own_shapes(small_k, variants, problems)

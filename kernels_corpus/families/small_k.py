@@ -6,8 +6,8 @@ rows start wherever N puts them, store an odd-N C element by element. Here each 
 share one offset mod V, so every lane's V columns go out as one aligned 2V-byte store; B's V x K values a
 lane sit in registers (fp32), a row of A is one broadcast load a k. KMAX bounds K (the registers B
 takes: KMAX * V), V is the columns a lane (8 or 4), U the rows a step whose loads go out together. Both
-layouts from one render (B's layout is a compile-time switch); no workspace; correct for any M, N and
-batch with K <= KMAX, applicable at the smallest KMAX that holds K.
+layouts from one render (B's layout is a compile-time switch); no workspace; correct for any M, N, K
+and batch (past KMAX a slow path), applicable at the smallest KMAX that holds K.
 
 This module holds the parameter space, names, launch spec and applicability; `render(params)` returns
 the candidate text (the include, the launch spec and one entry instantiating the template).
@@ -67,7 +67,7 @@ def ctas(p: dict, problem) -> int:
 
 
 def steps(p: dict, problem) -> int:
-    """Steps a warp takes in sequence (a memory latency each: its U rows' loads of A)."""
+    """Steps a warp takes in sequence: its U rows' loads of A, their sums and their stores."""
     return _cdiv(_cdiv(problem.M, WARPS * row_ctas(p, problem)), p["u"])
 
 
@@ -82,11 +82,13 @@ def applicable(p: dict, problem) -> bool:
 
 def spec_text(p: dict) -> str:
     v, u, mb = p["v"], p["u"], min_blocks(p)
+    blocks = f"cdiv(N + {v}, {32 * v})"   # column_blocks
+    rows = f"max(1, min(cdiv(M, {WARPS * u}), num_sms * {mb} // ({blocks} * batch)))"   # row_ctas
     return "\n".join([
         "/*@launch",
         f"entry: {name(p)}",
         f"block: {NT}",
-        f"grid: cdiv(N + {v}, {32 * v}), max(1, min(cdiv(M, {WARPS * u}), num_sms * {mb} // (cdiv(N + {v}, {32 * v}) * batch))), batch",
+        f"grid: {blocks}, {rows}, batch",
         "smem: 0",
         "workspace: 0",
         "layouts: NN, TN",

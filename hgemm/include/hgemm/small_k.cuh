@@ -1,8 +1,9 @@
 // hgemm/small_k.cuh: HGEMM with a short K (K <= 16 where it pays), any M, N, K, batch, row pitch and
-// alignment, both layouts. With K this short the product is bound by writing C: 2*M*N bytes out against 2*(M + N)*K in,
-// and 2*K flops an output element, which CUDA cores keep up with (fp32 FMAs, no tensor cores). The
-// tile families write C through tiles whose rows start wherever N puts them: on an odd N every row is
-// misaligned and goes out element by element. Here every store is a whole aligned vector.
+// alignment, both layouts. With K this short the product is bound by writing C: 2*M*N bytes out
+// against 2*(M + N)*K in, and 2*K flops an output element, which CUDA cores keep up with (fp32 FMAs,
+// no tensor cores). The tile families write C through tiles whose rows start wherever N puts them: on
+// an odd N every row is misaligned and goes out element by element. Here every store is a whole
+// aligned vector.
 //
 //   SmallK<KMAX, V, U>: warp w of a CTA walks the rows r = w (mod 8) of its batch entry. Row r of C starts
 //     at flat element (b*M + r)*N of the allocation, and that offset mod V is the same for every row the
@@ -67,7 +68,8 @@ struct SmallK {
     const int step = WARPS * gridDim.y;   // a multiple of 8: every row keeps this warp's offset mod V
     const int first = warp + WARPS * static_cast<int>(blockIdx.y);
     auto b_at = [&](int k, int col) {       // B[k][col] in either layout, as fp32
-      const long long src = kLayout == Layout::NN ? static_cast<long long>(k) * N + col : static_cast<long long>(col) * K + k;
+      const long long src = kLayout == Layout::NN ? static_cast<long long>(k) * N + col
+                                                  : static_cast<long long>(col) * K + k;
       return __half2float(__ushort_as_half(__ldg(Bb + src)));
     };
     auto store = [&](int r, const float (&acc)[V]) {
@@ -119,7 +121,8 @@ struct SmallK {
         const int r = r0 + u * step;
 #pragma unroll
         for (int k = 0; k < KMAX; ++k)
-          a[u][k] = k < K && r < M ? __half2float(__ushort_as_half(__ldg(Ab + static_cast<long long>(r) * K + k))) : 0.f;
+          a[u][k] = k < K && r < M ? __half2float(__ushort_as_half(__ldg(Ab + static_cast<long long>(r) * K + k)))
+                                   : 0.f;
       }
 #pragma unroll
       for (int u = 0; u < U; ++u) {

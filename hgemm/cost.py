@@ -102,12 +102,11 @@ def features(params: dict, p: Problem) -> list[float]:
         rows, cols = narrow.roles(params, p)
         blocks = _cdiv(cols, params["nb"])  # column blocks, each reading the walked operand again
         ctas = narrow.ctas(params, p)
-        chain = _cdiv(ctas, NUM_SMS * narrow.min_blocks(params)) * narrow.round_trips(params, p.K)
+        chain = narrow.waits(params, p)
         dram += 2 * p.batch * rows * p.K * (blocks - 1)
         return [1.0, dram, 0.0, 0.0, 2.0 * ctas * min(cols, params["nb"]) * p.K, 0.0, chain, 0.0, 0.0]
     if params.get("kind") == "small_k":  # C's stores; a warp's rows in sequence, a load of A each step
-        ctas = small_k.ctas(params, p)
-        chain = _cdiv(ctas, NUM_SMS * small_k.min_blocks(params)) * small_k.steps(params, p)
+        chain = small_k.waits(params, p)
         # every column block reads A's rows, every CTA its columns of B
         l2 = 2.0 * p.batch * p.K * (p.M * small_k.column_blocks(params, p.N) + p.N * small_k.row_ctas(params, p))
         return [1.0, dram, 0.0, 0.0, l2, 0.0, chain, 0.0, 0.0]

@@ -68,13 +68,10 @@ def estimate(params: dict, problem: Problem) -> float:
     discounted by the tile's arithmetic intensity (small tiles re-read operands more often)."""
     if params.get("kind") == "narrow":  # waves times a lane's memory waits in sequence, and the FMAs
         cols = narrow.roles(params, problem)[1]
-        ctas = narrow.ctas(params, problem)
-        chain = narrow.round_trips(params, problem.K)
-        return (float(_cdiv(ctas, NUM_SMS * narrow.min_blocks(params)) * chain)
-                + ctas * min(cols, params["nb"]) * problem.K / (NUM_SMS * 256))
+        return (float(narrow.waits(params, problem))
+                + narrow.ctas(params, problem) * min(cols, params["nb"]) * problem.K / (NUM_SMS * 256))
     if params.get("kind") == "small_k":  # waves times a warp's steps in sequence
-        return float(_cdiv(small_k.ctas(params, problem), NUM_SMS * small_k.min_blocks(params))
-                     * small_k.steps(params, problem))
+        return float(small_k.waits(params, problem))
     if "bm" not in params:  # skinny family: bandwidth-bound, rank by rows per CTA and split
         return float(_cdiv(problem.M, params.get("mt", 1))) / max(1, params.get("split_k", 1))
     bm, bn = params["bm"], params["bn"]

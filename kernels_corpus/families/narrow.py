@@ -81,6 +81,12 @@ def unroll(p: dict) -> int:
     return (16 if min_blocks(p) == 4 else 32) // p["r"]
 
 
+def waits(p: dict, problem) -> int:
+    """The memory waits the busiest SM takes in sequence: waves of min_blocks CTAs an SM, times a lane's
+    round trips (the tune's estimate and the cost model's latency term)."""
+    return _cdiv(ctas(p, problem), NUM_SMS * min_blocks(p)) * round_trips(p, problem.K)
+
+
 def round_trips(p: dict, K: int) -> int:
     """The memory latencies a lane waits out in sequence over a walked row of K: per staged chunk of
     8192 / NB k, one for the staging and one a batch of unroll(p) steps (the template's UNROLL)."""

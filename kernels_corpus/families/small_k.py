@@ -71,6 +71,12 @@ def steps(p: dict, problem) -> int:
     return _cdiv(_cdiv(problem.M, WARPS * row_ctas(p, problem)), p["u"])
 
 
+def waits(p: dict, problem) -> int:
+    """The steps the busiest SM takes in sequence: waves of min_blocks CTAs an SM, times a warp's steps
+    (the tune's estimate and the cost model's latency term)."""
+    return _cdiv(ctas(p, problem), NUM_SMS * min_blocks(p)) * steps(p, problem)
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 

@@ -11,12 +11,14 @@ on relative error over every kernel time the tunes recorded:
   once) x the work of one tile's share of K. This term is why a shape with few tiles and a long K wants
   split-K, and why a tile that leaves most of a last wave idle loses, which no nearby tuned shape may show;
 - L2-to-SM bytes: every tile's share of A and B rows (small tiles re-read the operands more often;
-  a narrow-N kernel's CTAs each stage all of B);
+  a narrow-N kernel's CTAs each stage all of B; the skinny tensor-core kernel's column blocks each read
+  all of A);
 - the busiest SM's shared-memory reads: each warp (mma_sync) or consumer warpgroup (wgmma) reads its
   rows of A and columns of B for every k step, so a narrow warp tile (16 x 32) reads far more per
   flop than a square one, which the tile work alone does not tell apart;
 - latency: the K-steps one CTA runs in sequence (a deep K at few tiles is a chain of dependent steps);
-  for the narrow and short-K kernels, waves times the memory waits a lane takes in sequence;
+  for the narrow, short-K and skinny tensor-core kernels, waves times the memory waits a lane takes
+  in sequence;
 - staged bytes: the operand copies the staged loader makes before its mainloop;
 - misaligned loads: the busiest SM's operand elements that the mma.sync template (mma_sync,
   batched_small) reads through registers because their rows are not 16-byte aligned, where cp.async
@@ -37,7 +39,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from kernels_corpus.families import FAMILIES, narrow, small_k
+from kernels_corpus.families import FAMILIES, narrow, skinny_mma, small_k
 
 from .params import operand_shape
 from .problem import NUM_SMS, Problem
@@ -71,7 +73,7 @@ def applicable(name: str, p: Problem) -> bool:
 
 
 def family(params: dict) -> str:
-    if params.get("kind") in ("narrow", "small_k"):
+    if params.get("kind") in ("narrow", "small_k", "skinny_mma"):
         return params["kind"]
     if "bm" not in params:
         return "skinny"
@@ -109,6 +111,11 @@ def features(params: dict, p: Problem) -> list[float]:
         chain = small_k.waits(params, p)
         # every column block reads A's rows, every CTA its columns of B
         l2 = 2.0 * p.batch * p.K * (p.M * small_k.column_blocks(params, p.N) + p.N * small_k.row_ctas(params, p))
+        return [1.0, dram, 0.0, 0.0, l2, 0.0, chain, 0.0, 0.0]
+    if params.get("kind") == "skinny_mma":  # B streamed once; a warp's rounds of loads in sequence
+        chain = skinny_mma.waits(params, p)
+        # every column block's CTAs read all of A's rows over K between them
+        l2 = 2.0 * p.batch * p.M * p.K * skinny_mma.column_blocks(params, p.N)
         return [1.0, dram, 0.0, 0.0, l2, 0.0, chain, 0.0, 0.0]
     if "bm" not in params:  # skinny: mt output rows a warp, split over K with fp32 atomics
         partials = 4 * p.batch * p.M * p.N * split if split > 1 else 0

@@ -73,6 +73,22 @@ def test_a_short_k_kernel_fills_one_wave_and_walks_the_rest_of_the_rows_in_seque
     assert small_k.min_blocks(two) == 4 and small_k.row_ctas(two, p) == 14 and features(two, p)[chain] == 19
 
 
+def test_a_skinny_tensor_core_kernel_counts_its_rounds_of_loads_and_reads_a_once_a_column_block():
+    # 16 x 4096 x 14336, 32 columns a CTA, 8 warps in clusters of 2: 128 column blocks x 2 = 256 CTAs,
+    # 2 an SM (one wave on 132 SMs); 224 chunks of 64 k over 16 warps: 14 a warp, 7 rounds of 2
+    from kernels_corpus.families import skinny_mma
+
+    p = Problem(16, 4096, 14336)
+    params = kernel_params("skinny_mma_w8_t4_u1_s2")
+    assert family(params) == "skinny_mma" and skinny_mma.min_blocks(params) == 2
+    chain, l2 = FEATURES.index("latency"), FEATURES.index("l2_bytes")
+    x = features(params, p)
+    assert skinny_mma.ctas(params, p) == 256 and x[chain] == 14
+    assert x[l2] == 2 * 16 * 14336 * 128
+    two = kernel_params("skinny_mma_w8_t4_u2_s2")   # one CTA an SM: two waves of 7 rounds
+    assert skinny_mma.min_blocks(two) == 1 and features(two, p)[chain] == 2 * 7
+
+
 def test_two_column_blocks_of_a_narrow_kernel_read_the_walked_operand_twice():
     # 768 x 7 x 5312 with NB 4: two blocks of columns, twice the CTAs of NB 8, each block reading A
     p = Problem(768, 7, 5312)

@@ -23,10 +23,10 @@ from hgemm.compile import compile_candidate
 from hgemm.problem import Problem
 from hgemm.tune import CLUSTER_CTAS_AT_ONCE
 from kernels_corpus import families
-from kernels_corpus.families import batched_small, mma_sync, narrow, skinny, small_k, wgmma
+from kernels_corpus.families import batched_small, mma_sync, narrow, skinny, skinny_mma, small_k, wgmma
 
-FAMILY_MODULES = (mma_sync, skinny, batched_small, wgmma, narrow, small_k)
-HEADER_FAMILIES = (mma_sync, skinny, batched_small, narrow, small_k)   # renders that instantiate a header template
+FAMILY_MODULES = (mma_sync, skinny, batched_small, wgmma, narrow, small_k, skinny_mma)
+HEADER_FAMILIES = (mma_sync, skinny, batched_small, narrow, small_k, skinny_mma)   # renders that instantiate a header template
 EDGE_PROBLEMS = [
     Problem(1, 1, 1), Problem(1, 4096, 4096), Problem(17, 31, 7, batch=3), Problem(4097, 4095, 8193),
     Problem(128, 128, 128, batch=256), Problem(16384, 16384, 16384), Problem(64, 14336, 4096, layout="TN"),
@@ -57,13 +57,14 @@ def test_family_renders_and_parses(fam):
 @pytest.mark.parametrize("fam", HEADER_FAMILIES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
 def test_header_family_renders_are_an_include_a_spec_and_one_entry(fam):
     """The kernel lives in the headers: a render is a comment line, the include, the spec and an entry
-    whose body is one statement instantiating a template."""
+    (in clusters, for some) whose body is one statement instantiating a template."""
     for p in fam.variants():
         text = fam.render(p)
         spec = text[text.index("/*@launch"):text.index("@*/") + 3]
         code = [line for line in text.replace(spec, "").splitlines() if line.strip()]
         assert code[0].startswith("// ") and code[1] == f"#include <hgemm/{fam.HEADER}>", code
-        assert len(code) == 7 and code[2].startswith('extern "C" __global__ void __launch_bounds__('), code
+        assert len(code) == 7 and re.match(r'extern "C" __global__ (__cluster_dims__\(\d, 1, 1\) )?void __launch_bounds__\(',
+                                           code[2]), code
         assert code[-1] == "}" and code[-2].startswith("  hgemm::") and code[-2].endswith("::run(A, B, C, M, N, K, batch, workspace);")
         assert "__device__" not in text and "asm" not in text and text.count("__global__") == 1
 
@@ -297,6 +298,138 @@ def test_small_k_index_arithmetic_covers_each_element_once_with_aligned_vectors(
     assert N < 2 * params["v"] or whole >= batch * M * (N // params["v"] - 1)
 
 
+def _skinny_mma_column(layout: str, t: int, c: int) -> int:
+    """SkinnyMma::column: the CTA column that column c of n8 tile t stands for."""
+    return 8 * t + c if layout == "TN" else 32 * (t // 4) + 8 * (c // 2) + 2 * (t % 4) + c % 2
+
+
+def _skinny_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, A: np.ndarray, B: np.ndarray,
+                      vec: bool) -> tuple[np.ndarray, np.ndarray]:
+    """hgemm::SkinnyMma::run (hgemm/include/hgemm/skinny_mma.cuh) in its own index formulas, on the grid its
+    launch spec gives, a warp's 32 lanes at a time: the registers each lane loads (the k order of the
+    fragment slots; for NN the movmatrix transpose), the m16n8k16 atom per the PTX fragment layouts, the
+    partial sums by column(), the cluster's reduction and the stores. Every load is bounds-checked.
+    Returns C and how many times each element was stored."""
+    warps, T, U, split = p["warps"], p["t"], p["unroll"], p["split"]
+    grid, block, _, _ = parse_candidate(skinny_mma.render(p)).spec.launch_dims(
+        dict(M=M, N=N, K=K, batch=batch, num_sms=132))
+    assert block == (32 * warps, 1, 1) and grid[0] % split == 0 and grid[1] == 1
+    BN, workers, chunks = 8 * T, warps * split, -(-K // 64)
+    uu = U if vec else 1
+    lanes = np.arange(32)
+    g, q = lanes // 4, lanes % 4
+    C = np.full((batch, M, N), np.nan)
+    stores = np.zeros((batch, M, N), dtype=int)
+
+    def read(mat, rows_idx, cols_idx, ok):
+        rows_idx, cols_idx = np.broadcast_arrays(rows_idx, cols_idx)
+        assert (~ok | ((rows_idx < mat.shape[0]) & (cols_idx < mat.shape[1]))).all(), "a read out of range"
+        return np.where(ok, mat[np.minimum(rows_idx, mat.shape[0] - 1), np.minimum(cols_idx, mat.shape[1] - 1)], 0.0)
+
+    def load(a_mat, b_mat, rows, n0, k0):
+        # a[lane, r, w, e]: row g + 8r, k = k0 + 16q + 8v + 2w' + e with w = 4v + w'
+        w_idx, e_idx = np.meshgrid(np.arange(8), np.arange(2), indexing="ij")
+        a = np.zeros((32, 2, 8, 2))
+        for r in range(2):
+            m = (g + 8 * r)[:, None, None]
+            k = k0 + 16 * q[:, None, None] + 2 * w_idx + e_idx
+            a[:, r] = read(a_mat, m, k, (m < rows) & (k < K))
+        b = np.zeros((32, T, 8, 2))
+        if layout == "TN":
+            for t in range(T):
+                n = (n0 + 8 * t + g)[:, None, None]
+                k = k0 + 16 * q[:, None, None] + 2 * w_idx + e_idx
+                b[:, t] = read(b_mat, n, k, (n < N) & (k < K))
+        else:
+            for w in range(8):
+                s_, p_ = divmod(w, 2)
+                kr = k0 + 16 * (g // 2) + 4 * s_ + 2 * p_ + g % 2
+                for h in range(T // 4):
+                    j_idx, e2 = np.meshgrid(np.arange(4), np.arange(2), indexing="ij")
+                    n = n0 + 32 * h + 8 * q[:, None, None] + 2 * j_idx + e2
+                    raw = read(b_mat, kr[:, None, None], n, (kr[:, None, None] < K) & (n < N))   # [lane, j, e]
+                    # movmatrix.trans: lane (g, q) gets element e of source row 2q + e, column g, which
+                    # lane (2q + e) * 4 + g // 2 holds as element g % 2
+                    for j in range(4):
+                        for e in range(2):
+                            b[:, 4 * h + j, w, e] = raw[(2 * q + e) * 4 + g // 2, j, g % 2]
+        return a, b
+
+    def mma(acc, a, b):
+        for s_ in range(4):
+            a_l = np.zeros((16, 16))
+            for e in range(2):   # a0..a3 of the PTX m16n8k16 row-major A layout
+                a_l[g, 2 * q + e] = a[:, 0, 2 * s_, e]
+                a_l[g + 8, 2 * q + e] = a[:, 1, 2 * s_, e]
+                a_l[g, 2 * q + 8 + e] = a[:, 0, 2 * s_ + 1, e]
+                a_l[g + 8, 2 * q + 8 + e] = a[:, 1, 2 * s_ + 1, e]
+            for t in range(T):
+                b_l = np.zeros((16, 8))
+                for e in range(2):   # b0, b1 of the col-major B layout
+                    b_l[2 * q + e, g] = b[:, t, 2 * s_, e]
+                    b_l[2 * q + 8 + e, g] = b[:, t, 2 * s_ + 1, e]
+                d = a_l @ b_l
+                for i in range(4):
+                    acc[:, t, i] += d[g + 8 * (i // 2), 2 * q + i % 2]
+
+    for bz, bx in itertools.product(range(grid[2]), range(grid[0])):
+        mchunks = -(-M // 16)
+        b_, m0 = bz // mchunks, (bz % mchunks) * 16
+        rows, n0 = min(16, M - m0), (bx // split) * BN
+        a_mat = A[b_, m0:]
+        b_mat = B[b_]
+        if bx % split == 0:
+            part = np.zeros((split, 16, BN))
+        rank = bx % split
+        for warp in range(warps):
+            acc = np.zeros((32, T, 4))
+            for c in range(rank * warps + warp, chunks, workers * uu):
+                for u in range(uu):
+                    cu = c + u * workers
+                    a, b = load(a_mat, b_mat, rows, n0, cu * 64 if cu < chunks else K)
+                    if cu < chunks:
+                        mma(acc, a, b)
+            for t, i in itertools.product(range(T), range(4)):
+                m = g + 8 * (i // 2)
+                col = np.array([_skinny_mma_column(layout, t, 2 * qq + i % 2) for qq in q])
+                np.add.at(part[rank], (m[m < rows], col[m < rows]), acc[m < rows, t, i])
+        if rank < split - 1:
+            continue
+        total = part.sum(axis=0)   # every rank's sums, as each CTA reads them through DSMEM
+        nt, vectors = 32 * warps, rows * (BN // 8)
+        for r, tid in itertools.product(range(split), range(nt)):
+            for v in range(r * nt + tid, vectors, nt * split):
+                m, c0 = divmod(v, BN // 8)
+                for e in range(8):
+                    if n0 + 8 * c0 + e < N:
+                        C[b_, m0 + m, n0 + 8 * c0 + e] = total[m, 8 * c0 + e]
+                        stores[b_, m0 + m, n0 + 8 * c0 + e] += 1
+    return C, stores
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+@pytest.mark.parametrize("params,shape", [
+    (dict(warps=4, t=4, unroll=1, split=1), (16, 64, 128, 1)),     # whole chunks, one column block
+    (dict(warps=4, t=4, unroll=2, split=2), (13, 100, 200, 1)),    # a K tail, N past the last block, M < 16
+    (dict(warps=4, t=8, unroll=1, split=4), (1, 70, 1000, 2)),     # M = 1, batch, K shared by 16 workers
+    (dict(warps=8, t=4, unroll=2, split=1), (37, 33, 77, 1)),      # M past one 16-row chunk
+    (dict(warps=4, t=4, unroll=1, split=2), (5, 8, 17, 3)),        # fewer chunks than workers
+])
+@pytest.mark.parametrize("vec", [True, False])
+def test_skinny_mma_fragment_order_computes_a_times_b(params, shape, layout, vec):
+    """The k order of the fragment slots pairs A's and B's values of the same k, NN's movmatrix puts each
+    column where column() says, and every element of C is stored once (the fast path's whole-vector
+    loads and the realigned path read the same elements: one chunk at a time there)."""
+    M, N, K, batch = shape
+    p = dict(kind="skinny_mma", **params)
+    rng = np.random.default_rng(1)
+    A = rng.integers(-3, 4, (batch, M, K)).astype(np.float64)   # small integers: the sums are exact
+    B = rng.integers(-3, 4, (batch, K, N) if layout == "NN" else (batch, N, K)).astype(np.float64)
+    C, stores = _skinny_mma_model(p, layout, M, N, K, batch, A, B, vec)
+    assert (stores == 1).all()
+    np.testing.assert_array_equal(C, A @ (B if layout == "NN" else B.transpose(0, 2, 1)))
+
+
 # ---------------------------------------------------------------- mma_sync fragment emulation
 
 def _swz(r: int, c: int, cpr: int) -> int:
@@ -485,6 +618,8 @@ HARNESS_PICKS = {
                           next(p for p in vs if p["swap"])],
     # the most registers (K 16 x 8 columns, 2 rows a step) and the fewest
     "small_k": lambda vs: [next(p for p in vs if p["kmax"] == 16 and p["v"] == 8 and p["u"] == 2), vs[0]],
+    # the most registers (8 tiles) in a cluster of 4, and the most CTAs an SM
+    "skinny_mma": lambda vs: [next(p for p in vs if p["t"] == 8 and p["split"] == 4), vs[0]],
 }
 
 
@@ -504,7 +639,7 @@ def test_header_family_instantiations_compile_through_the_harness(fam, tmp_path)
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
 def test_every_header_family_instantiation_compiles_without_spills(tmp_path):
-    """Every variant of mma_sync, skinny, batched_small, narrow and small_k, each layout it supports, through the
+    """Every variant of mma_sync, skinny, batched_small, narrow, small_k and skinny_mma, each layout it supports, through the
     harness's compile path: no spills (beyond KNOWN_SPILLS, exactly those), no stack frame, no
     module-scope state, <= 255 registers."""
     import os
@@ -513,7 +648,7 @@ def test_every_header_family_instantiation_compiles_without_spills(tmp_path):
     jobs = [job for fam in HEADER_FAMILIES for job in _instantiations(fam, fam.variants())]
     swapped = sum(p["swap"] for p in narrow.variants())   # TN alone
     assert len(jobs) == (2 * (len(mma_sync.variants()) + len(batched_small.variants()) + len(narrow.variants())
-                              + len(small_k.variants()))
+                              + len(small_k.variants()) + len(skinny_mma.variants()))
                          + len(skinny.variants()) - swapped)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
         failures = [m for m in ex.map(lambda job: _harness_compile(*job, tmp_path), jobs) if m]

@@ -101,7 +101,8 @@ def test_tune_shortlist_times_a_skinny_tile_at_both_depths_of_loads_in_flight():
     # loads in flight a thread and at 4, deepest first
     from hgemm.tune import shortlist
 
-    skinny = [name for name, _ in shortlist(Problem(1, 4096, 4096), 1) if name.startswith("skinny_")]
+    skinny = [name for name, _ in shortlist(Problem(1, 4096, 4096), 1)
+              if name.startswith("skinny_") and not name.startswith("skinny_mma_")]
     assert len(skinny) == 2 and skinny[0] == skinny[1] + "_u8", skinny
 
 
@@ -127,6 +128,20 @@ def test_tune_shortlist_times_every_short_k_variant_that_applies():
     assert sorted(timed) == sorted(small_k.name(v) for v in small_k.variants() if small_k.applicable(v, p))
     assert len(timed) == 6 and all(name.startswith("small_k_k4_") for name in timed)
     assert not [name for name, _ in shortlist(Problem(4089, 9017, 17), 1) if name.startswith("small_k_")]
+
+
+def test_tune_shortlist_times_every_skinny_tensor_core_variant_that_applies():
+    # no estimate fitted to measurements yet: an M <= 16 shape times all 21, in clusters of 1, 2 and 4;
+    # M = 17 and K <= 16 none
+    from hgemm.tune import shortlist
+    from kernels_corpus.families import skinny_mma
+
+    for p in (Problem(16, 4096, 14336), Problem(1, 4096, 4096, layout="TN")):
+        timed = [name for name, _ in shortlist(p, 1) if name.startswith("skinny_mma_")]
+        assert sorted(timed) == sorted(skinny_mma.name(v) for v in skinny_mma.variants())
+        assert len(timed) == 21 and {n[-2:] for n in timed} == {"s1", "s2", "s4"}
+    for p in (Problem(17, 4096, 4096), Problem(16, 4096, 16)):
+        assert not [name for name, _ in shortlist(p, 1) if name.startswith("skinny_mma_")]
 
 
 def saved_result(problem: Problem, times_us: dict[str, float], baseline_us: float = 4.5) -> dict:

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 
 def header_candidate(comment: str, header: str, spec: str, entry: str, threads: int, min_blocks: int,
-                     template: str) -> str:
+                     template: str, cluster: int = 1) -> str:
+    """cluster > 1: the entry runs in clusters of that many CTAs along x (`__cluster_dims__`)."""
+    cluster_dims = f"__cluster_dims__({cluster}, 1, 1) " if cluster > 1 else ""
     return "\n".join([
         comment,
         f"#include <hgemm/{header}>",
         "",
         spec,
         "",
-        f'extern "C" __global__ void __launch_bounds__({threads}, {min_blocks})',
+        f'extern "C" __global__ {cluster_dims}void __launch_bounds__({threads}, {min_blocks})',
         f"{entry}(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,",
         "    int M, int N, int K, int batch, void* workspace) {",
         f"  {template}::run(A, B, C, M, N, K, batch, workspace);",

@@ -1,0 +1,281 @@
+// hgemm/skinny_mma.cuh: HGEMM for M <= 16 on tensor cores, B streamed from DRAM straight into the
+// mma.sync fragments (no shared-memory staging), every byte of B read once.
+//
+// A GEMM this skinny is bound by reading B (2*K*N bytes). The m16n8k16 atom takes 16 rows of A, so the
+// whole of M is one atom (rows past M are zeros), and 16 rows of fp32 FMAs on CUDA cores would cost as
+// much as the stream. What lets 16-byte loads feed the atom without staging: a dot product may visit k
+// in any order. A lane loads 16 consecutive k of A's rows and of B (two 16-byte vectors each), and the
+// 64 k of a chunk go to the fragment slots as
+//   k = 16*q + 4*s + 2*p + e      (q = lane % 4, s the k16 step, p the fragment register, e the half),
+// the same order for A and B, so each mma sums products of matching k.
+//   TN (B is N x K): lane g = lane / 4 reads row n of B; the vectors are the fragments as loaded.
+//   NN (B is K x N): vectors run along n. A lane reads, from B's row at the k of its slots, 8
+//     consecutive columns, and movmatrix.trans turns each register into the fragment of an n8 tile
+//     whose columns sit 8 apart; C's columns are put back in order at the end, where each lane holds
+//     8 consecutive columns of two rows.
+//
+// SkinnyMma<WARPS, T, U, SPLIT>: a CTA owns BN = 8*T columns and 16 rows (grid.z walks the batch and
+// M in 16-row chunks); its WARPS warps and the SPLIT CTAs of its cluster (grid.x = SPLIT x the column
+// blocks, __cluster_dims__(SPLIT, 1, 1)) take K's 64-k chunks in turn, a warp issuing the loads of U
+// chunks before their mmas. The warps' sums meet in shared memory, the cluster's through distributed
+// shared memory: no workspace, no second pass. Fast path: A's and B's rows 16-byte aligned
+// (K % 8 == 0; for NN N % 8 == 0 too) and 16-byte aligned bases. Otherwise the same fragments come
+// from guarded 2-byte loads, an mma step at a time: any shape, at a fraction of the speed.
+//
+//   extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+//   my_gemv(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+//           int M, int N, int K, int batch, void* workspace) {
+//     hgemm::SkinnyMma<8, 4, 1, 2>::run(A, B, C, M, N, K, batch, workspace);
+//   }
+//   launch: block 256, grid (2 * cdiv(N, 32), 1, batch * cdiv(M, 16))
+#pragma once
+
+#include <hgemm/cluster.cuh>
+#include <hgemm/cluster_splitk.cuh>
+#include <hgemm/common.cuh>
+#include <hgemm/skinny.cuh>
+
+namespace hgemm {
+
+// The transpose of the 8x8 b16 matrix a warp holds one register a lane (row lane / 4, columns
+// 2 * (lane % 4) and + 1), in the same layout.
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
+__device__ __forceinline__ uint32_t pack_halves(float lo, float hi) {
+  return __half_as_ushort(__float2half_rn(lo)) | (uint32_t(__half_as_ushort(__float2half_rn(hi))) << 16);
+}
+
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int w) {
+  return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+}
+
+template <int WARPS, int T, int U, int SPLIT>
+struct SkinnyMma {
+  static constexpr int NT = WARPS * 32;
+  static constexpr int BN = 8 * T;   // columns a CTA (T n8 tiles)
+  static constexpr int KC = 64;      // k a chunk: 4 mma steps
+  static constexpr int PITCH = BN + 4;
+  static constexpr bool kTN = kLayout == Layout::TN;
+  static_assert(kTN || T % 4 == 0, "NN: a lane's 16-byte vector is 8 columns of 4 tiles");
+  static_assert(SPLIT == 1 || SPLIT == 2 || SPLIT == 4 || SPLIT == 8, "clusters of 1, 2, 4 or 8 CTAs");
+
+  // The column (from the CTA's first) that column c of n8 tile t stands for.
+  __device__ __forceinline__ static int column(int t, int c) {
+    if constexpr (kTN) return 8 * t + c;
+    else return 32 * (t / 4) + 8 * (c / 2) + 2 * (t % 4) + (c % 2);
+  }
+
+  // One chunk's fragments: A's two row groups (g, g + 8) and T tiles of B, 8 registers each, register
+  // w = 2 * s + p. k0 >= K loads zeros.
+  struct Frags {
+    uint32_t a[2][8];
+    uint32_t b[T][8];
+  };
+
+  // 8 consecutive elements of a 16-byte aligned row segment, or zeros where none is in range.
+  template <bool STREAM>
+  __device__ __forceinline__ static uint4 vec8(const __half* src, bool in_range) {
+    if (!in_range) return make_uint4(0u, 0u, 0u, 0u);
+    if constexpr (STREAM) return ld_stream(src);
+    else return __ldg(reinterpret_cast<const uint4*>(src));
+  }
+
+  // The fast path's loads (rows 16-byte aligned): with K % 8 == 0 (and for NN N % 8 == 0) a vector is
+  // wholly in range or wholly out. Rows past an operand's end are addressed at its last row, unread.
+  __device__ __forceinline__ static void load(Frags& f, const __half* A, const __half* B, int rows, int N, int K,
+                                              int n0, int k0, int g, int q) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int m = g + 8 * r;
+#pragma unroll
+      for (int v = 0; v < 2; ++v) {
+        const int k = k0 + 16 * q + 8 * v;
+        const uint4 x = vec8<false>(A + (long long)min(m, rows - 1) * K + k, m < rows && k < K);
+#pragma unroll
+        for (int w = 0; w < 4; ++w) f.a[r][4 * v + w] = word_of(x, w);
+      }
+    }
+    if constexpr (kTN) {
+#pragma unroll
+      for (int t = 0; t < T; ++t) {
+        const int n = n0 + 8 * t + g;
+#pragma unroll
+        for (int v = 0; v < 2; ++v) {
+          const int k = k0 + 16 * q + 8 * v;
+          const uint4 x = vec8<true>(B + (long long)min(n, N - 1) * K + k, n < N && k < K);
+#pragma unroll
+          for (int w = 0; w < 4; ++w) f.b[t][4 * v + w] = word_of(x, w);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int w = 0; w < 8; ++w) {   // the 8x8 blocks of register w = 2 * s + p
+        const int s = w / 2, p = w % 2;
+        // lane g reads the row of slot (q, e) = (g / 2, g % 2); after the transpose lane (g, q) holds
+        // the rows of its own slots, for column g of each block
+        const int kr = k0 + 16 * (g / 2) + 4 * s + 2 * p + (g % 2);
+#pragma unroll
+        for (int h = 0; h < T / 4; ++h) {
+          const int n = n0 + 32 * h + 8 * q;
+          const uint4 x = vec8<true>(B + (long long)min(kr, K - 1) * N + n, kr < K && n < N);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) f.b[4 * h + j][w] = movmatrix_trans(word_of(x, j));
+        }
+      }
+    }
+  }
+
+  __device__ __forceinline__ static void mma(float (&acc)[T][4], const Frags& f) {
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const uint32_t a[4] = {f.a[0][2 * s], f.a[1][2 * s], f.a[0][2 * s + 1], f.a[1][2 * s + 1]};
+#pragma unroll
+      for (int t = 0; t < T; ++t) mma_m16n8k16(acc[t], a, f.b[t][2 * s], f.b[t][2 * s + 1]);
+    }
+  }
+
+  __device__ __forceinline__ static void mainloop(float (&acc)[T][4], const __half* A, const __half* B, int rows,
+                                                  int N, int K, int n0, int worker, int g, int q) {
+    const int chunks = (K + KC - 1) / KC;
+    constexpr int WORKERS = WARPS * SPLIT;
+    for (int c = worker; c < chunks; c += WORKERS * U) {
+      Frags f[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int cu = c + u * WORKERS;
+        load(f[u], A, B, rows, N, K, n0, cu < chunks ? cu * KC : K, g, q);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (c + u * WORKERS < chunks) mma(acc, f[u]);
+    }
+  }
+
+  // Any alignment: the same fragments, slots and columns, each element a guarded 2-byte load, an mma
+  // step at a time (a step's 8 + 4T elements in flight, not a chunk's vectors).
+  __device__ __forceinline__ static unsigned short elem(const __half* p, long long at, bool in_range) {
+    return in_range ? __ldg(reinterpret_cast<const unsigned short*>(p) + at) : (unsigned short)0;
+  }
+  __device__ __forceinline__ static void mainloop_any(float (&acc)[T][4], const __half* A, const __half* B, int rows,
+                                                      int N, int K, int n0, int worker, int g, int q) {
+    const int chunks = (K + KC - 1) / KC;
+    for (int c = worker; c < chunks; c += WARPS * SPLIT) {
+#pragma unroll 1
+      for (int s = 0; s < 4; ++s) {
+        uint32_t a[4], b[T][2];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {   // register j: row g + 8 * (j % 2), slot register p = j / 2
+          const int m = g + 8 * (j % 2), k = c * KC + 16 * q + 4 * s + 2 * (j / 2);
+          const long long at = (long long)m * K + k;
+          a[j] = elem(A, at, m < rows && k < K) | uint32_t(elem(A, at + 1, m < rows && k + 1 < K)) << 16;
+        }
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+          const int n = n0 + column(t, g);
+#pragma unroll
+          for (int p = 0; p < 2; ++p) {
+            const int k = c * KC + 16 * q + 4 * s + 2 * p;
+            const long long at = kTN ? (long long)n * K + k : (long long)k * N + n;
+            const long long next = kTN ? at + 1 : at + N;
+            b[t][p] = elem(B, at, n < N && k < K) | uint32_t(elem(B, next, n < N && k + 1 < K)) << 16;
+          }
+        }
+#pragma unroll
+        for (int t = 0; t < T; ++t) mma_m16n8k16(acc[t], a, b[t][0], b[t][1]);
+      }
+    }
+  }
+
+  __device__ __forceinline__ static void run(const __half* __restrict__ A, const __half* __restrict__ B,
+                                             __half* __restrict__ C, int M, int N, int K, int batch, void* workspace) {
+    // Each warp's 16 x BN sums, columns in order, rows PITCH floats apart (4 more than BN: the eight row
+    // groups of a warp's stores fall in different banks); warp 0's become the CTA's.
+    __shared__ __align__(16) float part[WARPS][16 * PITCH];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, q = lane & 3;
+    const int rank = SPLIT > 1 ? static_cast<int>(sm90::cluster_rank()) : 0;
+    const int n0 = (blockIdx.x / SPLIT) * BN;
+    const int mchunks = (M + 15) / 16;
+    const long long b = blockIdx.z / mchunks;
+    const int m0 = (blockIdx.z % mchunks) * 16;
+    const int rows = min(16, M - m0);
+    const __half* Ab = A + (b * M + m0) * K;
+    const __half* Bb = B + b * K * N;
+    __half* Cb = C + (b * M + m0) * N;
+
+    float acc[T][4];
+#pragma unroll
+    for (int t = 0; t < T; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
+    const bool vec = K % 8 == 0 && (kTN || N % 8 == 0) &&
+                     (reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B)) % 16 == 0;
+    if (vec) mainloop(acc, Ab, Bb, rows, N, K, n0, rank * WARPS + warp, g, q);
+    else mainloop_any(acc, Ab, Bb, rows, N, K, n0, rank * WARPS + warp, g, q);
+
+    // accumulators 2h, 2h + 1 of tile t: row g + 8h, adjacent columns column(t, 2q) and + 1
+#pragma unroll
+    for (int t = 0; t < T; ++t)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        if (g + 8 * h < rows)
+          *reinterpret_cast<float2*>(&part[warp][(g + 8 * h) * PITCH + column(t, 2 * q)]) =
+              make_float2(acc[t][2 * h], acc[t][2 * h + 1]);
+    __syncthreads();
+    // plain loads and stores, no atomics: a shared-memory fp32 atomicAdd is a compare-and-swap loop on sm_90
+    for (int i = threadIdx.x; i < rows * PITCH; i += NT) {
+      float sum = 0.f;
+#pragma unroll
+      for (int w = 0; w < WARPS; ++w) sum += part[w][i];
+      part[0][i] = sum;
+    }
+    __syncthreads();
+    if constexpr (SPLIT > 1) sm90::cluster_sync();   // the peers' sums are complete and visible
+
+    // Each CTA of the cluster adds up and stores its share of the 8-column vectors.
+    const bool cvec = N % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
+    for (int v = rank * NT + threadIdx.x; v < rows * (BN / 8); v += NT * SPLIT) {
+      const int m = v / (BN / 8), c = (v % (BN / 8)) * 8;
+      float s[8];
+      if constexpr (SPLIT == 1) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) s[e] = part[0][m * PITCH + c + e];
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) s[e] = 0.f;
+        const uint32_t local = smem_u32(&part[0][m * PITCH + c]);
+#pragma unroll
+        for (int r = 0; r < SPLIT; ++r) {
+          const uint32_t at = sm90::map_to_rank(local, r);
+          float4 x, y;
+          asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                       : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w) : "r"(at) : "memory");
+          asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                       : "=f"(y.x), "=f"(y.y), "=f"(y.z), "=f"(y.w) : "r"(at + 16) : "memory");
+          s[0] += x.x; s[1] += x.y; s[2] += x.z; s[3] += x.w;
+          s[4] += y.x; s[5] += y.y; s[6] += y.z; s[7] += y.w;
+        }
+      }
+      const int col = n0 + c;
+      __half* dst = Cb + (long long)m * N + col;
+      if (cvec && col + 8 <= N) {
+        const uint4 o = make_uint4(pack_halves(s[0], s[1]), pack_halves(s[2], s[3]), pack_halves(s[4], s[5]),
+                                   pack_halves(s[6], s[7]));
+        *reinterpret_cast<uint4*>(dst) = o;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (col + e < N) dst[e] = __float2half_rn(s[e]);
+      }
+    }
+    if constexpr (SPLIT > 1) sm90::cluster_sync();   // no CTA leaves while a peer reads its sums
+    (void)batch;
+    (void)workspace;
+  }
+};
+
+}  // namespace hgemm

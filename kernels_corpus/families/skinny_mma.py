@@ -1,0 +1,109 @@
+"""Skinny-M HGEMM family on tensor cores (M <= 16): B streamed from DRAM straight into mma.sync fragments.
+
+The kernel is hgemm::SkinnyMma in hgemm/include/hgemm/skinny_mma.cuh. With M <= 16 the GEMM is bound
+by reading B once (2*K*N bytes). The skinny family's CUDA-core kernels spend 2*M FMAs a B element,
+which at M = 16 costs as much time as the stream; the mma_sync family's 16-row tiles stage B in shared
+memory and split K through an fp32 workspace that is zeroed, added into with atomics and converted. Here
+16-byte vectors of A and B go into registers in an order of k that the m16n8k16 atom takes as loaded
+(for NN, movmatrix transposes B's), the warps of a CTA and the CTAs of a cluster share K, and the
+partial sums meet in shared and distributed shared memory: no workspace, no second pass.
+
+Parameters: `warps` a CTA, `t` n8 tiles a CTA (8 * t columns), `unroll` the 64-k chunks whose loads a
+warp issues together, `split` the CTAs of a cluster sharing one column block's K. Both layouts from
+one render (B's layout is a compile-time switch); correct for any shape (unaligned rows take guarded
+2-byte loads, at a fraction of the speed), applicable to M <= 16 with K past the short-K family's range.
+
+This module holds the parameter space, names, launch spec and applicability; `render(params)` returns
+the candidate text (the include, the launch spec and one entry instantiating the template).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from hgemm.problem import NUM_SMS
+
+from .candidate_text import header_candidate
+
+HEADER = "skinny_mma.cuh"   # the header whose template the renders instantiate
+KC = 64                     # k a chunk
+WARPS_CHOICES = (4, 8, 16)
+TILE_CHOICES = ((4, 1), (4, 2), (8, 1))   # (t, unroll): at most 8 * t * unroll B registers a lane
+# Registers a thread of each (t, unroll) takes with nvcc 13.0, in both layouts: 104-114 at (4, 1),
+# 143-160 at (8, 1) and (4, 2) (a chunk's fragments in flight: 16 of A and 8 a tile of B each).
+REGISTERS = {(4, 1): 120, (4, 2): 160, (8, 1): 160}
+SPLIT_CHOICES = (1, 2, 4)
+MAX_M = 16
+MIN_K = 17                  # K <= 16 is the short-K family's
+
+
+def variants() -> list[dict]:
+    out = []
+    for warps, (t, unroll), split in itertools.product(WARPS_CHOICES, TILE_CHOICES, SPLIT_CHOICES):
+        p = dict(kind="skinny_mma", warps=warps, t=t, unroll=unroll, split=split)
+        if min_blocks(p):
+            out.append(p)
+    return out
+
+
+def name(p: dict) -> str:
+    return f"skinny_mma_w{p['warps']}_t{p['t']}_u{p['unroll']}_s{p['split']}"
+
+
+def registers(p: dict) -> int:
+    """Registers a thread takes (REGISTERS, by t and unroll)."""
+    return REGISTERS[(p["t"], p["unroll"])]
+
+
+def min_blocks(p: dict) -> int:
+    """CTAs an SM for __launch_bounds__: the most whose threads each keep `registers`, at most 2048
+    threads an SM; 0 where one CTA does not fit."""
+    threads = 32 * p["warps"]
+    return min(65536 // (threads * registers(p)), 2048 // threads)
+
+
+def column_blocks(p: dict, N: int) -> int:
+    return _cdiv(N, 8 * p["t"])
+
+
+def ctas(p: dict, problem) -> int:
+    return p["split"] * column_blocks(p, problem.N) * problem.batch * _cdiv(problem.M, MAX_M)
+
+
+def waits(p: dict, problem) -> int:
+    """The loads the busiest SM waits for in sequence: waves of min_blocks CTAs an SM, times a warp's
+    rounds of `unroll` chunks (the tune's estimate and the cost model's latency term)."""
+    workers = p["warps"] * p["split"]
+    rounds = _cdiv(_cdiv(_cdiv(problem.K, KC), workers), p["unroll"])
+    return _cdiv(ctas(p, problem), NUM_SMS * min_blocks(p)) * rounds
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def applicable(p: dict, problem) -> bool:
+    return problem.M <= MAX_M and problem.K >= MIN_K
+
+
+def spec_text(p: dict) -> str:
+    return "\n".join([
+        "/*@launch",
+        f"entry: {name(p)}",
+        f"block: {32 * p['warps']}",
+        f"grid: {p['split']} * cdiv(N, {8 * p['t']}), 1, batch * cdiv(M, {MAX_M})",
+        "smem: 0",
+        "workspace: 0",
+        "layouts: NN, TN",
+        "@*/",
+    ])
+
+
+def render(p: dict) -> str:
+    """The candidate: the header include, the launch spec and an entry instantiating hgemm::SkinnyMma
+    (hgemm/include/hgemm/skinny_mma.cuh)."""
+    desc = (f"// Skinny HGEMM (M <= 16) on tensor cores: B streamed into mma fragments, {8 * p['t']} columns "
+            f"a CTA, K shared by {p['warps']} warps x {p['split']} CTAs of a cluster, {p['unroll']} chunks in flight")
+    return header_candidate(desc, HEADER, spec_text(p), name(p), 32 * p["warps"], min_blocks(p),
+                            f"hgemm::SkinnyMma<{p['warps']}, {p['t']}, {p['unroll']}, {p['split']}>",
+                            cluster=p["split"])

@@ -17,8 +17,8 @@ on relative error over every kernel time the tunes recorded:
   rows of A and columns of B for every k step, so a narrow warp tile (16 x 32) reads far more per
   flop than a square one, which the tile work alone does not tell apart;
 - latency: the K-steps one CTA runs in sequence (a deep K at few tiles is a chain of dependent steps);
-  for the narrow, short-K and skinny tensor-core kernels, waves times the memory waits a lane takes
-  in sequence;
+  for the narrow, short-K (both) and skinny tensor-core kernels, waves times the memory waits a lane
+  takes in sequence;
 - staged bytes: the operand copies the staged loader makes before its mainloop;
 - misaligned loads: the busiest SM's operand elements that the mma.sync template (mma_sync,
   batched_small) reads through registers because their rows are not 16-byte aligned, where cp.async
@@ -39,7 +39,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from kernels_corpus.families import FAMILIES, narrow, skinny_mma, small_k
+from kernels_corpus.families import FAMILIES, narrow, skinny_mma, small_k, small_k_mma
 
 from .params import operand_shape
 from .problem import NUM_SMS, Problem
@@ -73,7 +73,7 @@ def applicable(name: str, p: Problem) -> bool:
 
 
 def family(params: dict) -> str:
-    if params.get("kind") in ("narrow", "small_k", "skinny_mma"):
+    if params.get("kind") in ("narrow", "small_k", "skinny_mma", "small_k_mma"):
         return params["kind"]
     if "bm" not in params:
         return "skinny"
@@ -107,10 +107,11 @@ def features(params: dict, p: Problem) -> list[float]:
         chain = narrow.waits(params, p)
         dram += 2 * p.batch * rows * p.K * (blocks - 1)
         return [1.0, dram, 0.0, 0.0, 2.0 * ctas * min(cols, params["nb"]) * p.K, 0.0, chain, 0.0, 0.0]
-    if params.get("kind") == "small_k":  # C's stores; a warp's rows in sequence, a load of A each step
-        chain = small_k.waits(params, p)
+    if params.get("kind") in ("small_k", "small_k_mma"):  # C's stores; a warp's rows in sequence, a load of A each step
+        fam = small_k if params["kind"] == "small_k" else small_k_mma
+        chain = fam.waits(params, p)
         # every column block reads A's rows, every CTA its columns of B
-        l2 = 2.0 * p.batch * p.K * (p.M * small_k.column_blocks(params, p.N) + p.N * small_k.row_ctas(params, p))
+        l2 = 2.0 * p.batch * p.K * (p.M * fam.column_blocks(params, p.N) + p.N * fam.row_ctas(params, p))
         return [1.0, dram, 0.0, 0.0, l2, 0.0, chain, 0.0, 0.0]
     if params.get("kind") == "skinny_mma":  # B streamed once; a warp's rounds of loads in sequence
         chain = skinny_mma.waits(params, p)

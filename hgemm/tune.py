@@ -32,7 +32,7 @@ import json
 import time
 from pathlib import Path
 
-from kernels_corpus.families import FAMILIES, mma_sync, narrow, skinny_mma, small_k
+from kernels_corpus.families import FAMILIES, mma_sync, narrow, skinny_mma, small_k, small_k_mma
 
 from .bench import run_bench
 from .candidate import parse_spec
@@ -72,6 +72,8 @@ def estimate(params: dict, problem: Problem) -> float:
                 + narrow.ctas(params, problem) * min(cols, params["nb"]) * problem.K / (NUM_SMS * 256))
     if params.get("kind") == "small_k":  # waves times a warp's steps in sequence
         return float(small_k.waits(params, problem))
+    if params.get("kind") == "small_k_mma":
+        return float(small_k_mma.waits(params, problem))
     if params.get("kind") == "skinny_mma":  # waves times a warp's rounds of loads in sequence
         return float(skinny_mma.waits(params, problem))
     if "bm" not in params:  # skinny family: bandwidth-bound, rank by rows per CTA and split
@@ -125,9 +127,9 @@ def shortlist(problem: Problem, tiles_per_family: int = DEFAULT_TILES, stages_pe
         # Every narrow variant that applies is timed (at most 24, kernels of microseconds): the estimate
         # ranked the fastest first on 3 of the 6 shapes of benchmarks/narrow/expected.json, and its first
         # took 1.78x the fastest's time on 768x7x5312.
-        # The short-K kernels (at most 6 apply) and the skinny tensor-core ones (21) likewise: the tune has
-        # no measurement of them to fit an estimate to yet.
-        picked = ranked if fam in (narrow, small_k, skinny_mma) else ranked[:tiles_per_family]
+        # The short-K kernels (at most 6 apply, 3 on tensor cores) and the skinny tensor-core ones (21)
+        # likewise: the tune has no measurement of them to fit an estimate to yet.
+        picked = ranked if fam in (narrow, small_k, skinny_mma, small_k_mma) else ranked[:tiles_per_family]
         # A staged split-K kernel pays the operand copies on a mainloop a fraction as long as an unsplit
         # kernel's, which the estimate (a tenth of the time a copy, from unsplit kernels) cannot see:
         # it is timed beside the best unsplit tile, not in its place.

@@ -12,12 +12,12 @@ source scripts/gpu_env.sh
 set -o pipefail
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
 if [ ! -d results/skinny_mma_tune ]; then
-  timeout 150 python3 -m pytest -m gpu -q tests/test_gpu_families.py -k "skinny_mma or edge_shapes" \
+  timeout 120 python3 -m pytest -m gpu -q tests/test_gpu_families.py -k "skinny_mma or edge_shapes" \
     > "$OUT/pytest_gpu_families.log" 2>&1
   echo "families' GPU tests: rc $?"; tail -3 "$OUT/pytest_gpu_families.log"
 fi
 python3 -m hgemm.cli merge benchmarks/tune benchmarks/sample_tune --out results/committed > /dev/null || exit 1
-timeout 330 python3 -m hgemm.cli tune --grid benchmarks/skinny_mma/tune_shapes.yaml --out results/skinny_mma_tune \
+timeout 300 python3 -m hgemm.cli tune --grid benchmarks/skinny_mma/tune_shapes.yaml --out results/skinny_mma_tune \
   --tiles 2 --reps 5 --beside results/committed --max-seconds 240 > "$OUT/tune.log" 2>&1
 echo "tune: rc $?"; grep -i "pending" "$OUT/tune.log" | tail -1
 tar czf "$OUT/tune.tgz" results/skinny_mma_tune

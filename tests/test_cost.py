@@ -89,6 +89,22 @@ def test_a_skinny_tensor_core_kernel_counts_its_rounds_of_loads_and_reads_a_once
     assert skinny_mma.min_blocks(two) == 1 and features(two, p)[chain] == 2 * 7
 
 
+def test_a_tensor_core_short_k_kernel_walks_its_rows_in_16_row_groups():
+    # 1419 x 14848 x 64, KMAX 64, one CTA an SM: 233 blocks of 64 columns (N + 8 over 64) fill 132 SMs
+    # less than twice, so one row CTA a block; its 8 warps take 16 rows a group: 1419 rows in 12 groups
+    # of 128, 6 steps of 2, 2 waves. Every column block reads all of A, every CTA its columns of B.
+    from kernels_corpus.families import small_k_mma
+
+    p = Problem(1419, 14848, 64)
+    params = kernel_params("small_k_mma_k64_u2")
+    assert family(params) == "small_k_mma" and small_k_mma.min_blocks(params) == 1
+    assert small_k_mma.column_blocks(params, p.N) == 233 and small_k_mma.row_ctas(params, p) == 1
+    chain, l2 = FEATURES.index("latency"), FEATURES.index("l2_bytes")
+    x = features(params, p)
+    assert small_k_mma.steps(params, p) == 6 and x[chain] == 2 * 6
+    assert x[l2] == 2 * 64 * (1419 * 233 + 14848 * 1)
+
+
 def test_two_column_blocks_of_a_narrow_kernel_read_the_walked_operand_twice():
     # 768 x 7 x 5312 with NB 4: two blocks of columns, twice the CTAs of NB 8, each block reading A
     p = Problem(768, 7, 5312)

@@ -23,10 +23,10 @@ from hgemm.compile import compile_candidate
 from hgemm.problem import Problem
 from hgemm.tune import CLUSTER_CTAS_AT_ONCE
 from kernels_corpus import families
-from kernels_corpus.families import batched_small, mma_sync, narrow, skinny, skinny_mma, small_k, wgmma
+from kernels_corpus.families import batched_small, mma_sync, narrow, skinny, skinny_mma, small_k, small_k_mma, wgmma
 
-FAMILY_MODULES = (mma_sync, skinny, batched_small, wgmma, narrow, small_k, skinny_mma)
-HEADER_FAMILIES = (mma_sync, skinny, batched_small, narrow, small_k, skinny_mma)   # renders that instantiate a header template
+FAMILY_MODULES = (mma_sync, skinny, batched_small, wgmma, narrow, small_k, skinny_mma, small_k_mma)
+HEADER_FAMILIES = (mma_sync, skinny, batched_small, narrow, small_k, skinny_mma, small_k_mma)   # renders that instantiate a header template
 EDGE_PROBLEMS = [
     Problem(1, 1, 1), Problem(1, 4096, 4096), Problem(17, 31, 7, batch=3), Problem(4097, 4095, 8193),
     Problem(128, 128, 128, batch=256), Problem(16384, 16384, 16384), Problem(64, 14336, 4096, layout="TN"),
@@ -430,6 +430,107 @@ def test_skinny_mma_fragment_order_computes_a_times_b(params, shape, layout, vec
     np.testing.assert_array_equal(C, A @ (B if layout == "NN" else B.transpose(0, 2, 1)))
 
 
+def _small_k_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, A: np.ndarray, B: np.ndarray,
+                       c_elem: int) -> tuple[np.ndarray, int]:
+    """hgemm::SmallKMma::run (hgemm/include/hgemm/small_k_mma.cuh) in its own index formulas, on the grid its
+    launch spec gives, a warp's 32 lanes at a time: the warp's phase and columns, B's fragments in slot
+    order for the columns column() names, A's vectors of each row group, the m16n8k16 atom per the PTX
+    fragment layouts and the stores, C starting c_elem elements into an aligned allocation. Every vector
+    store is asserted aligned and every element of C stored once. Returns C and the vector stores."""
+    kmax, u = p["kmax"], p["u"]
+    grid, block, _, _ = parse_candidate(small_k_mma.render(p)).spec.launch_dims(
+        dict(M=M, N=N, K=K, batch=batch, num_sms=132))
+    assert block == (256, 1, 1) and grid[2] == batch
+    lanes = np.arange(32)
+    g, q = lanes // 4, lanes % 4
+    C = np.full((batch, M, N), np.nan)
+    stores = np.zeros((batch, M, N), dtype=int)
+    whole = 0
+    steps_k = kmax // 16
+    s_idx, p_idx, e_idx = np.meshgrid(np.arange(steps_k), np.arange(2), np.arange(2), indexing="ij")
+    for bz, by, bx, warp in itertools.product(range(grid[2]), range(grid[1]), range(grid[0]), range(8)):
+        a_mat, b_mat = A[bz], B[bz]
+        phase = (c_elem + (bz * M + warp) * N) % 8
+        cs = (8 - phase) % 8 - 8 + 64 * bx
+        step, first = 8 * grid[1], warp + 8 * by
+        # bf[lane, t, s, p, e]: B[k][cs + column(t, g)], k = (kmax/4) q + 4s + 2p + e (zero past K or N)
+        bf = np.zeros((32, 8, steps_k, 2, 2))
+        for t in range(8):
+            col = cs + np.array([_skinny_mma_column("NN", t, gg) for gg in g])
+            k = (kmax // 4) * q[:, None, None, None] + 4 * s_idx + 2 * p_idx + e_idx
+            col4 = np.broadcast_to(col[:, None, None, None], k.shape)
+            ok = (k < K) & (col4 >= 0) & (col4 < N)
+            kk, cc = np.minimum(k, K - 1), np.clip(col4, 0, N - 1)
+            bf[:, t] = np.where(ok, b_mat[kk, cc] if layout == "NN" else b_mat[cc, kk], 0.0)
+        for r0 in range(first, M, 16 * step * u):
+            for uu in range(u):
+                base = r0 + 16 * step * uu
+                rows = base + step * np.arange(16)
+                # a[i, kslot]: row i of the group, lane column q's halves at (kmax/4) q + 2w + e
+                a = np.zeros((16, kmax))
+                for i, r in enumerate(rows):
+                    if r < M:
+                        a[i, :min(K, kmax)] = a_mat[r, :min(K, kmax)]
+                acc = np.zeros((32, 8, 4))
+                for s_ in range(steps_k):
+                    a_l, b_l = np.zeros((16, 16)), np.zeros((8, 16, 8))
+                    for pp, e in itertools.product(range(2), range(2)):
+                        kphys = (kmax // 4) * q + 4 * s_ + 2 * pp + e   # the slot's k, for A and B alike
+                        a_l[g, 2 * q + 8 * pp + e] = a[g, kphys]
+                        a_l[g + 8, 2 * q + 8 * pp + e] = a[g + 8, kphys]
+                        for t in range(8):
+                            b_l[t, 2 * q + 8 * pp + e, g] = bf[:, t, s_, pp, e]
+                    for t in range(8):
+                        d = a_l @ b_l[t]
+                        for i in range(4):
+                            acc[:, t, i] += d[g + 8 * (i // 2), 2 * q + i % 2]
+                for lane in range(32):
+                    for half in range(2):
+                        r = rows[g[lane] + 8 * half]
+                        if r >= M:
+                            continue
+                        for h in range(2):
+                            col = cs + 32 * h + 8 * q[lane]
+                            v = [acc[lane, 4 * h + j, 2 * half + e] for j in range(4) for e in range(2)]
+                            is_whole = col >= 0 and col + 8 <= N
+                            if is_whole:
+                                assert (c_elem + (bz * M + r) * N + col) % 8 == 0, "a vector store off its alignment"
+                                whole += 1
+                            for e in range(8):
+                                if 0 <= col + e < N:
+                                    C[bz, r, col + e] = v[e]
+                                    stores[bz, r, col + e] += 1
+    assert (stores == 1).all()
+    return C, whole
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+@pytest.mark.parametrize("params,shape,c_elem", [
+    (dict(kmax=32, u=1), (37, 301, 17, 2), 0),     # odd N: every row at another offset mod 8; K just past 16
+    (dict(kmax=64, u=2), (300, 70, 64, 1), 3),     # C starting off its alignment, whole K, two row CTAs' groups
+    (dict(kmax=64, u=4), (19, 5, 33, 3), 0),       # N < 8: chunks straddle both row ends; batch
+    (dict(kmax=32, u=2), (1, 130, 32, 1), 5),      # one row, three column blocks
+])
+def test_small_k_mma_fragments_and_stores_compute_a_times_b_with_aligned_vectors(params, shape, layout, c_elem):
+    M, N, K, batch = shape
+    p = dict(kind="small_k_mma", **params)
+    rng = np.random.default_rng(2)
+    A = rng.integers(-3, 4, (batch, M, K)).astype(np.float64)   # small integers: the sums are exact
+    B = rng.integers(-3, 4, (batch, K, N) if layout == "NN" else (batch, N, K)).astype(np.float64)
+    C, whole = _small_k_mma_model(p, layout, M, N, K, batch, A, B, c_elem)
+    np.testing.assert_array_equal(C, A @ (B if layout == "NN" else B.transpose(0, 2, 1)))
+    # the vector stores carry all but each row's two straddling chunks
+    assert N < 16 or whole >= batch * M * (N // 8 - 1)
+
+
+def test_small_k_mma_applies_at_the_smallest_kmax_that_holds_k():
+    def kmaxes(K):
+        return sorted({p["kmax"] for p in small_k_mma.variants() if small_k_mma.applicable(p, Problem(1419, 14848, K))})
+
+    assert kmaxes(16) == [] and kmaxes(17) == kmaxes(32) == [32] and kmaxes(33) == kmaxes(64) == [64]
+    assert kmaxes(65) == []
+
+
 # ---------------------------------------------------------------- mma_sync fragment emulation
 
 def _swz(r: int, c: int, cpr: int) -> int:
@@ -620,6 +721,8 @@ HARNESS_PICKS = {
     "small_k": lambda vs: [next(p for p in vs if p["kmax"] == 16 and p["v"] == 8 and p["u"] == 2), vs[0]],
     # the most registers (8 tiles) in a cluster of 4, and the most CTAs an SM
     "skinny_mma": lambda vs: [next(p for p in vs if p["t"] == 8 and p["split"] == 4), vs[0]],
+    # the most registers (K 64, 4 row groups a step) and the fewest
+    "small_k_mma": lambda vs: [vs[-1], vs[0]],
 }
 
 
@@ -639,16 +742,16 @@ def test_header_family_instantiations_compile_through_the_harness(fam, tmp_path)
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
 def test_every_header_family_instantiation_compiles_without_spills(tmp_path):
-    """Every variant of mma_sync, skinny, batched_small, narrow, small_k and skinny_mma, each layout it supports, through the
-    harness's compile path: no spills (beyond KNOWN_SPILLS, exactly those), no stack frame, no
-    module-scope state, <= 255 registers."""
+    """Every variant of mma_sync, skinny, batched_small, narrow, small_k, skinny_mma and small_k_mma, each layout it
+    supports, through the harness's compile path: no spills (beyond KNOWN_SPILLS, exactly those), no stack
+    frame, no module-scope state, <= 255 registers."""
     import os
     from concurrent.futures import ThreadPoolExecutor
 
     jobs = [job for fam in HEADER_FAMILIES for job in _instantiations(fam, fam.variants())]
     swapped = sum(p["swap"] for p in narrow.variants())   # TN alone
     assert len(jobs) == (2 * (len(mma_sync.variants()) + len(batched_small.variants()) + len(narrow.variants())
-                              + len(small_k.variants()) + len(skinny_mma.variants()))
+                              + len(small_k.variants()) + len(skinny_mma.variants()) + len(small_k_mma.variants()))
                          + len(skinny.variants()) - swapped)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
         failures = [m for m in ex.map(lambda job: _harness_compile(*job, tmp_path), jobs) if m]

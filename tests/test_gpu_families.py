@@ -146,3 +146,21 @@ def test_skinny_mma_variants_verify_on_the_shapes_they_serve(layout):
     variants = skinny_mma.variants()
     problems = [[Problem(p.M, p.N, p.K, p.batch, layout) for p in SKINNY_MMA]] * len(variants)
     assert not failures_on_own_shapes(skinny_mma, variants, problems)
+
+
+# The tensor-core short-K family's own shapes: odd N (every row at another offset mod 8), N below 8,
+# batch entries that start off their alignment (odd M * N), K at and just past each KMAX's lower end,
+# odd K (A's realigned loads), M = 1, several row CTAs, and past KMAX (the slow path); every variant
+# verifies on all of them.
+SMALL_K_MMA = [Problem(1419, 14848, 64), Problem(37, 301, 17, 2), Problem(300, 70, 64, 1), Problem(19, 5, 33, 3),
+               Problem(1, 130, 32), Problem(3657, 15505, 45), Problem(64, 2688, 64, 46), Problem(9711, 3, 59),
+               Problem(129, 257, 200)]
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_small_k_mma_variants_verify_on_the_shapes_they_serve(layout):
+    from kernels_corpus.families import small_k_mma
+
+    variants = small_k_mma.variants()
+    problems = [[Problem(p.M, p.N, p.K, p.batch, layout) for p in SMALL_K_MMA]] * len(variants)
+    assert not failures_on_own_shapes(small_k_mma, variants, problems)

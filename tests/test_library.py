@@ -127,7 +127,7 @@ def test_tune_shortlist_times_every_short_k_variant_that_applies():
     timed = [name for name, _ in shortlist(p, 1) if name.startswith("small_k_")]
     assert sorted(timed) == sorted(small_k.name(v) for v in small_k.variants() if small_k.applicable(v, p))
     assert len(timed) == 6 and all(name.startswith("small_k_k4_") for name in timed)
-    assert not [name for name, _ in shortlist(Problem(4089, 9017, 17), 1) if name.startswith("small_k_")]
+    assert not [name for name, _ in shortlist(Problem(4089, 9017, 17), 1) if name.startswith("small_k_k")]
 
 
 def test_tune_shortlist_times_every_skinny_tensor_core_variant_that_applies():
@@ -142,6 +142,19 @@ def test_tune_shortlist_times_every_skinny_tensor_core_variant_that_applies():
         assert len(timed) == 21 and {n[-2:] for n in timed} == {"s1", "s2", "s4"}
     for p in (Problem(17, 4096, 4096), Problem(16, 4096, 16)):
         assert not [name for name, _ in shortlist(p, 1) if name.startswith("skinny_mma_")]
+
+
+def test_tune_shortlist_times_every_tensor_core_short_k_variant_that_applies():
+    # a K = 64 shape times all three of KMAX 64; K = 17 those of KMAX 32; K = 65 none
+    from hgemm.tune import shortlist
+    from kernels_corpus.families import small_k_mma
+
+    for K, kmax in ((64, 64), (17, 32)):
+        timed = [name for name, _ in shortlist(Problem(1419, 14848, K), 1) if name.startswith("small_k_mma_")]
+        assert sorted(timed) == [f"small_k_mma_k{kmax}_u{u}" for u in (1, 2, 4)]
+        assert sorted(timed) == sorted(small_k_mma.name(v) for v in small_k_mma.variants()
+                                       if small_k_mma.applicable(v, Problem(1419, 14848, K)))
+    assert not [name for name, _ in shortlist(Problem(1419, 14848, 65), 1) if name.startswith("small_k_mma_")]
 
 
 def saved_result(problem: Problem, times_us: dict[str, float], baseline_us: float = 4.5) -> dict:

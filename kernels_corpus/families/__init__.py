@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import random
 
-from . import batched_small, mma_sync, narrow, skinny, skinny_mma, small_k, wgmma
+from . import batched_small, mma_sync, narrow, skinny, skinny_mma, small_k, small_k_mma, wgmma
 
-FAMILIES = (mma_sync, skinny, batched_small, wgmma, narrow, small_k, skinny_mma)
+FAMILIES = (mma_sync, skinny, batched_small, wgmma, narrow, small_k, skinny_mma, small_k_mma)
 
 
 def all_params() -> list[tuple[object, dict]]:

@@ -4,6 +4,13 @@ body calls the family's template (`Template<...>::run`) with the candidate ABI's
 from __future__ import annotations
 
 
+def launch_spec(entry: str, block: int, grid: str, smem: int | str = 0, workspace: int | str = 0,
+                layouts: str = "NN, TN") -> str:
+    """The `/*@launch ... @*/` block (docs/candidate-format.md) of one entry."""
+    return "\n".join(["/*@launch", f"entry: {entry}", f"block: {block}", f"grid: {grid}", f"smem: {smem}",
+                      f"workspace: {workspace}", f"layouts: {layouts}", "@*/"])
+
+
 def header_candidate(comment: str, header: str, spec: str, entry: str, threads: int, min_blocks: int,
                      template: str, cluster: int = 1) -> str:
     """cluster > 1: the entry runs in clusters of that many CTAs along x (`__cluster_dims__`)."""

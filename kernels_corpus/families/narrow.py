@@ -22,7 +22,7 @@ import itertools
 
 from hgemm.problem import NUM_SMS
 
-from .candidate_text import header_candidate
+from .candidate_text import header_candidate, launch_spec
 
 HEADER = "narrow.cuh"   # the header whose template the renders instantiate
 NT = 256
@@ -129,16 +129,8 @@ def applicable(p: dict, problem) -> bool:
 
 
 def spec_text(p: dict) -> str:
-    return "\n".join([
-        "/*@launch",
-        f"entry: {name(p)}",
-        f"block: {NT}",
-        f"grid: cdiv({'N' if p['swap'] else 'M'}, {rows_per_cta(p)}), cdiv({'M' if p['swap'] else 'N'}, {p['nb']}), batch",
-        f"smem: {smem_bytes(p)}",
-        "workspace: 0",
-        f"layouts: {'TN' if p['swap'] else 'NN, TN'}",
-        "@*/",
-    ])
+    grid = f"cdiv({'N' if p['swap'] else 'M'}, {rows_per_cta(p)}), cdiv({'M' if p['swap'] else 'N'}, {p['nb']}), batch"
+    return launch_spec(name(p), NT, grid, smem_bytes(p), layouts="TN" if p["swap"] else "NN, TN")
 
 
 def render(p: dict) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 
-from .candidate_text import header_candidate
+from .candidate_text import header_candidate, launch_spec
 
 HEADER = "skinny.cuh"   # the header whose template the renders instantiate
 NT = 256
@@ -78,16 +78,7 @@ def spec_text(p: dict) -> str:
     workspace = "0"
     if p["split_k"] > 1:
         workspace = f"batch * M * N * 4 + batch * {mchunks} * {tiles_x} * 4"
-    return "\n".join([
-        "/*@launch",
-        f"entry: {name(p)}",
-        f"block: {NT}",
-        f"grid: {tiles_x}, {ksplit}, batch * {mchunks}",
-        f"smem: {_smem(p)}",
-        f"workspace: {workspace}",
-        f"layouts: {p['kind'].upper()}",
-        "@*/",
-    ])
+    return launch_spec(name(p), NT, f"{tiles_x}, {ksplit}, batch * {mchunks}", _smem(p), workspace, p["kind"].upper())
 
 
 def render(p: dict) -> str:

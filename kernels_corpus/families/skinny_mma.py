@@ -23,7 +23,7 @@ import itertools
 
 from hgemm.problem import NUM_SMS
 
-from .candidate_text import header_candidate
+from .candidate_text import header_candidate, launch_spec
 
 HEADER = "skinny_mma.cuh"   # the header whose template the renders instantiate
 KC = 64                     # k a chunk
@@ -87,16 +87,7 @@ def applicable(p: dict, problem) -> bool:
 
 
 def spec_text(p: dict) -> str:
-    return "\n".join([
-        "/*@launch",
-        f"entry: {name(p)}",
-        f"block: {32 * p['warps']}",
-        f"grid: {p['split']} * cdiv(N, {8 * p['t']}), 1, batch * cdiv(M, {MAX_M})",
-        "smem: 0",
-        "workspace: 0",
-        "layouts: NN, TN",
-        "@*/",
-    ])
+    return launch_spec(name(p), 32 * p["warps"], f"{p['split']} * cdiv(N, {8 * p['t']}), 1, batch * cdiv(M, {MAX_M})")
 
 
 def render(p: dict) -> str:

@@ -20,7 +20,7 @@ import itertools
 
 from hgemm.problem import NUM_SMS
 
-from .candidate_text import header_candidate
+from .candidate_text import header_candidate, launch_spec
 
 HEADER = "small_k_mma.cuh"   # the header whose template the renders instantiate
 NT = 256
@@ -90,16 +90,7 @@ def applicable(p: dict, problem) -> bool:
 def spec_text(p: dict) -> str:
     blocks = f"cdiv(N + 8, {BN})"   # column_blocks
     rows = f"max(1, min(cdiv(M, {16 * WARPS}), num_sms * {min_blocks(p)} // ({blocks} * batch)))"   # row_ctas
-    return "\n".join([
-        "/*@launch",
-        f"entry: {name(p)}",
-        f"block: {NT}",
-        f"grid: {blocks}, {rows}, batch",
-        "smem: 0",
-        "workspace: 0",
-        "layouts: NN, TN",
-        "@*/",
-    ])
+    return launch_spec(name(p), NT, f"{blocks}, {rows}, batch")
 
 
 def render(p: dict) -> str:

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# A new seed family on one H200, in one call of up to ~9 minutes: `bash scripts/gpu_family_tune.sh FAMILY`
+# for a family of kernels_corpus/families/ whose folder benchmarks/FAMILY/ holds the shapes it serves
+# (tune_shapes.yaml, heldout.yaml; skinny_mma, small_k_mma):
+#   1. its GPU tests (tests/test_gpu_families.py -k FAMILY: every variant on its own shapes in both
+#      layouts against an fp32 reference) and a sample of every family on the edge shapes;
+#   2. a tune of benchmarks/FAMILY/tune_shapes.yaml, the committed library's kernel for each shape timed
+#      beside the shortlist; resumable: a second call (on the same machine) goes on where it stopped;
+#   3. the committed library (benchmarks/tune + benchmarks/sample_tune) with and without that tune on
+#      benchmarks/FAMILY/heldout.yaml, shapes no tune saw, beside every baseline.
+# Raw results and logs in $OUT (tune.tgz: the tune's folder); a short table last.
+family=${1:?usage: bash scripts/gpu_family_tune.sh FAMILY}
+shapes=benchmarks/$family
+[ -f "$shapes/tune_shapes.yaml" ] && [ -f "$shapes/heldout.yaml" ] || { echo "no shape lists in $shapes/"; exit 2; }
+source scripts/gpu_env.sh
+set -o pipefail
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
+if [ ! -d "results/${family}_tune" ]; then
+  timeout 150 python3 -m pytest -m gpu -q tests/test_gpu_families.py -k "$family or edge_shapes" \
+    > "$OUT/pytest_gpu_families.log" 2>&1
+  echo "families' GPU tests: rc $?"; tail -3 "$OUT/pytest_gpu_families.log"
+fi
+python3 -m hgemm.cli merge benchmarks/tune benchmarks/sample_tune --out results/committed > /dev/null || exit 1
+timeout 240 python3 -m hgemm.cli tune --grid "$shapes/tune_shapes.yaml" --out "results/${family}_tune" \
+  --tiles 2 --reps 5 --beside results/committed --max-seconds 180 > "$OUT/tune.log" 2>&1
+echo "tune: rc $?"; grep -i "pending" "$OUT/tune.log" | tail -1
+tar czf "$OUT/tune.tgz" "results/${family}_tune"
+python3 -m hgemm.cli merge benchmarks/tune benchmarks/sample_tune "results/${family}_tune" \
+  --out "results/with_$family" > /dev/null || exit 1
+timeout 100 python3 -m hgemm.cli bench --library results/committed --library "results/with_$family" \
+  --grid "$shapes/heldout.yaml" --out "$OUT/heldout.json" > "$OUT/heldout.log" 2>&1
+echo "held-out bench: rc $?"
+python3 -m hgemm.cli summarize "$OUT/heldout.json" --libraries "committed,with_$family" \
+  --out "$OUT/heldout_libraries.md" | grep "^| all\|^| class"
+sed -n "/^| class/,/^$/p" "results/${family}_tune/goals.md"
+grep "^| b[0-9]*_m" "$OUT/tune.log" | cut -d'|' -f2,3,4,7,8,11

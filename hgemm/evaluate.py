@@ -56,7 +56,8 @@ class GemmEvaluator:
 
     def ceilings(self) -> dict:
         """This GPU's measured ceilings, for roofline comparisons in the same run: device-to-device
-        copy bandwidth (bytes read plus written) and cuBLAS fp16 throughput at 8192^3."""
+        copy bandwidth (bytes read plus written), write-only bandwidth (a fill: the ceiling of a kernel
+        bound by storing C, as a short K is) and cuBLAS fp16 throughput at 8192^3."""
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")  # 1 GiB: many times the L2
         y = torch.empty_like(x)
@@ -67,6 +68,12 @@ class GemmEvaluator:
         end.record()
         end.synchronize()
         copy_gbps = 10 * 2 * x.numel() / (start.elapsed_time(end) * 1e-3) / 1e9
+        start.record()
+        for i in range(10):
+            y.fill_(0x5A + i)  # not zeros: nothing a memory system could compress
+        end.record()
+        end.synchronize()
+        write_gbps = 10 * y.numel() / (start.elapsed_time(end) * 1e-3) / 1e9
         del x, y
         gen = torch.Generator(device="cuda").manual_seed(0)
         a = random_tensor((8192, 8192), "normal", gen, "cuda")  # random data: zeros run faster
@@ -78,7 +85,7 @@ class GemmEvaluator:
         end.record()
         end.synchronize()
         tflops = 10 * 2 * 8192**3 / (start.elapsed_time(end) * 1e-3) / 1e12
-        return {"copy_gbps": copy_gbps, "cublas_fp16_tflops_8192": tflops}
+        return {"copy_gbps": copy_gbps, "write_gbps": write_gbps, "cublas_fp16_tflops_8192": tflops}
 
     # -- launching ------------------------------------------------------------------------------
     def _kernel(self, cubin: str, entry: str) -> LoadedKernel:

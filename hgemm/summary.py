@@ -197,7 +197,9 @@ def goals_markdown(results: dict) -> str:
                      "gbps": r.get("gbps"), "res": res})
     lines = ["# Seed library against its per-class targets", "",
              "Per shape the fastest verified kernel; bars from hgemm.summary.GOALS. "
-             + (f"Copy bandwidth in this run: {copy_gbps:.0f} GB/s." if copy_gbps else
+             + (f"Copy bandwidth in this run: {copy_gbps:.0f} GB/s"
+                + (f" (write-only: {ceilings['write_gbps']:.0f} GB/s)." if ceilings.get("write_gbps") else ".")
+                if copy_gbps else
                 "The device-to-device copy bandwidth was not measured in this run (the harness records it "
                 "from now on), so the bandwidth goal is shown in GB/s only."), "",
              _baselines_line(results.get("options") or {}), "",

@@ -273,6 +273,10 @@ def test_goals_summary_from_the_h200_tune():
     assert f"| compute | {2 * 4096**3 / (ceiling * 1e6):.1f} |" in row
     results["options"]["torch_compile"] = True
     assert "not timed" not in goals_markdown(results) and "pad8_cublas, torch_compile." in goals_markdown(results)
+    # a run that measured the write-only ceiling too says it beside the copy bandwidth
+    assert "write-only" not in md
+    next(iter(results["ceilings"].values()))["write_gbps"] = 3987.4
+    assert "Copy bandwidth in this run: 4268 GB/s (write-only: 3987 GB/s)." in goals_markdown(results)
 
 
 def test_summarize_cli_rewrites_the_markdown_of_a_results_file(tmp_path, capsys):

@@ -6,7 +6,8 @@
 //   fragments     ldsm_x4, ldsm_x4_trans (ldmatrix), mma_m16n8k16 (fp16 in, fp32 accumulate)
 //   swizzle       swizzle_offset<CPR>(row, chunk): bank-conflict-free 16-byte chunk placement
 //   guarded I/O   load_chunk_elems, load_chunk_pair (a 16-byte chunk of a row at any 2-byte
-//                 alignment), store_half2 (a guarded pair of C values)
+//                 alignment), store_half2 (a guarded pair of C values), pack_halves (two fp32 as a half2 word)
+//   columns       spread_column (the B column order that leaves each lane 8 consecutive columns of C)
 //   scheduling    grouped_tile (grouped rasterisation), k_tile_range (split-K share)
 //   split-K       splitk_arrive_last (per-tile counter in the workspace after the fp32 partials)
 #pragma once
@@ -111,6 +112,18 @@ __device__ __forceinline__ void store_half2(__half* dst, float v0, float v1, int
     if (c < N) dst[0] = __float2half_rn(v0);
     if (c + 1 < N) dst[1] = __float2half_rn(v1);
   }
+}
+
+// Two fp32 values as the two halves of one 32-bit word (lo first), for vector stores of C.
+__device__ __forceinline__ uint32_t pack_halves(float lo, float hi) {
+  return __half_as_ushort(__float2half_rn(lo)) | (uint32_t(__half_as_ushort(__float2half_rn(hi))) << 16);
+}
+
+// The column, within a group of 32, that column c of n8 tile t stands for when B's fragments are taken
+// in this order: the m16n8k16 accumulators of tiles 4h .. 4h + 3 then hold, for lane % 4 = q, columns
+// 32h + 8q + 0..7 of their rows, one 16-byte store (skinny_mma.cuh's NN path, small_k_mma.cuh).
+__device__ __forceinline__ int spread_column(int t, int c) {
+  return 32 * (t / 4) + 8 * (c / 2) + 2 * (t % 4) + (c % 2);
 }
 
 // ---------------------------------------------------------------- scheduling

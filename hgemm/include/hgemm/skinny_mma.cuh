@@ -45,10 +45,6 @@ __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
   return y;
 }
 
-__device__ __forceinline__ uint32_t pack_halves(float lo, float hi) {
-  return __half_as_ushort(__float2half_rn(lo)) | (uint32_t(__half_as_ushort(__float2half_rn(hi))) << 16);
-}
-
 __device__ __forceinline__ uint32_t word_of(const uint4& v, int w) {
   return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
 }
@@ -66,7 +62,7 @@ struct SkinnyMma {
   // The column (from the CTA's first) that column c of n8 tile t stands for.
   __device__ __forceinline__ static int column(int t, int c) {
     if constexpr (kTN) return 8 * t + c;
-    else return 32 * (t / 4) + 8 * (c / 2) + 2 * (t % 4) + (c % 2);
+    else return spread_column(t, c);
   }
 
   // One chunk's fragments: A's two row groups (g, g + 8) and T tiles of B, 8 registers each, register

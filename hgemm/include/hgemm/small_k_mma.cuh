@@ -12,7 +12,7 @@
 //     does: their starts share one offset mod 8 in C's allocation, so the warp fixes its columns once
 //     (cs = c0 - 8 + 64x, c0 the row's first 16-byte aligned column). An mma row group is 16 such rows,
 //     8 * gridDim.y apart. B's columns are loaded in the order that leaves each lane holding 8
-//     consecutive columns of C (the column() of skinny_mma.cuh's NN path), and A's k in the order that
+//     consecutive columns of C (hgemm::spread_column, as skinny_mma.cuh's NN path), and A's k in the order that
 //     lets a lane's 16-byte vectors of a row be its fragments as loaded: k = (KMAX/4)*q + 4*s + 2*p + e
 //     for lane % 4 = q, step s, register p, half e, B's registers in the same order. U row groups a
 //     step, their loads of A issued together. Chunks that straddle a row's ends go out element by
@@ -44,9 +44,7 @@ struct SmallKMma {
 
   // The column (from the block's first) that column c of n8 tile t stands for: lane (g, q) then holds
   // columns 32 * (t / 4) + 8 * q + 0..7 of its rows, the accumulators of tiles t % 4 = 0..3 in order.
-  __device__ __forceinline__ static int column(int t, int c) {
-    return 32 * (t / 4) + 8 * (c / 2) + 2 * (t % 4) + (c % 2);
-  }
+  __device__ __forceinline__ static int column(int t, int c) { return spread_column(t, c); }
   // The k that half e of register p at step s of lane column q stands for.
   __device__ __forceinline__ static int slot_k(int q, int s, int p, int e) { return (KMAX / 4) * q + 4 * s + 2 * p + e; }
 
@@ -95,13 +93,8 @@ struct SmallKMma {
         }
         __half* dst = Cb + static_cast<long long>(r) * N + col;
         if (col >= 0 && col + 8 <= N) {   // the warp's phase makes it 16-byte aligned
-          uint32_t w[4];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const __half2 x = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
-            w[j] = *reinterpret_cast<const uint32_t*>(&x);
-          }
-          *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+          *reinterpret_cast<uint4*>(dst) = make_uint4(pack_halves(v[0], v[1]), pack_halves(v[2], v[3]),
+                                                      pack_halves(v[4], v[5]), pack_halves(v[6], v[7]));
         } else {
 #pragma unroll
           for (int e = 0; e < 8; ++e)

@@ -54,8 +54,12 @@ struct SkinnyMma {
   static constexpr int NT = WARPS * 32;
   static constexpr int BN = 8 * T;   // columns a CTA (T n8 tiles)
   static constexpr int KC = 64;      // k a chunk: 4 mma steps
-  static constexpr int PITCH = BN + 4;
+  // Rows of the partial sums in shared memory, in floats: a multiple of 4 (16-byte rows for the v4 reads
+  // of the cluster's reduction). A half-warp's float2 stores of a row group (g = 0..3, 2q) then fall in
+  // distinct banks for TN at BN + 8; NN's columns step 8 apart with q (spread_column), and BN + 4 leaves
+  // them two to a bank, the fewest a multiple of 4 allows.
   static constexpr bool kTN = kLayout == Layout::TN;
+  static constexpr int PITCH = BN + (kTN ? 8 : 4);
   static_assert(kTN || T % 4 == 0, "NN: a lane's 16-byte vector is 8 columns of 4 tiles");
   static_assert(SPLIT == 1 || SPLIT == 2 || SPLIT == 4 || SPLIT == 8, "clusters of 1, 2, 4 or 8 CTAs");
 
@@ -188,8 +192,7 @@ struct SkinnyMma {
 
   __device__ __forceinline__ static void run(const __half* __restrict__ A, const __half* __restrict__ B,
                                              __half* __restrict__ C, int M, int N, int K, int batch, void* workspace) {
-    // Each warp's 16 x BN sums, columns in order, rows PITCH floats apart (4 more than BN: the eight row
-    // groups of a warp's stores fall in different banks); warp 0's become the CTA's.
+    // Each warp's 16 x BN sums, columns in order, rows PITCH floats apart; warp 0's become the CTA's.
     __shared__ __align__(16) float part[WARPS][16 * PITCH];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, q = lane & 3;
@@ -223,7 +226,8 @@ struct SkinnyMma {
               make_float2(acc[t][2 * h], acc[t][2 * h + 1]);
     __syncthreads();
     // plain loads and stores, no atomics: a shared-memory fp32 atomicAdd is a compare-and-swap loop on sm_90
-    for (int i = threadIdx.x; i < rows * PITCH; i += NT) {
+    for (int j = threadIdx.x; j < rows * BN; j += NT) {
+      const int i = (j / BN) * PITCH + j % BN;   // the rows' padding is never written, so never read
       float sum = 0.f;
 #pragma unroll
       for (int w = 0; w < WARPS; ++w) sum += part[w][i];

@@ -113,10 +113,10 @@ def features(params: dict, p: Problem) -> list[float]:
         # every column block reads A's rows, every CTA its columns of B
         l2 = 2.0 * p.batch * p.K * (p.M * fam.column_blocks(params, p.N) + p.N * fam.row_ctas(params, p))
         return [1.0, dram, 0.0, 0.0, l2, 0.0, chain, 0.0, 0.0]
-    if params.get("kind") == "skinny_mma":  # B streamed once; a warp's rounds of loads in sequence
+    if params.get("kind") == "skinny_mma":  # the wide operand streamed once; a warp's rounds of loads in sequence
         chain = skinny_mma.waits(params, p)
-        # every column block's CTAs read all of A's rows over K between them
-        l2 = 2.0 * p.batch * p.M * p.K * skinny_mma.column_blocks(params, p.N)
+        # every column block's CTAs read all of the atom's rows (A's, or B's with swap) over K between them
+        l2 = 2.0 * p.batch * skinny_mma.roles(params, p)[0] * p.K * skinny_mma.column_blocks(params, p)
         return [1.0, dram, 0.0, 0.0, l2, 0.0, chain, 0.0, 0.0]
     if "bm" not in params:  # skinny: mt output rows a warp, split over K with fp32 atomics
         partials = 4 * p.batch * p.M * p.N * split if split > 1 else 0

@@ -16,7 +16,7 @@ source scripts/gpu_env.sh
 set -o pipefail
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
 if [ ! -d "results/${family}_tune" ]; then
-  timeout 150 python3 -m pytest -m gpu -q tests/test_gpu_families.py -k "$family or edge_shapes" \
+  timeout 170 python3 -m pytest -m gpu -q tests/test_gpu_families.py -k "$family or edge_shapes" \
     > "$OUT/pytest_gpu_families.log" 2>&1
   echo "families' GPU tests: rc $?"; tail -3 "$OUT/pytest_gpu_families.log"
 fi
@@ -31,7 +31,7 @@ if grep "still to tune" "$OUT/tune.log"; then   # the held-out comparison waits 
 fi
 python3 -m hgemm.cli merge benchmarks/tune benchmarks/sample_tune "results/${family}_tune" \
   --out "results/with_$family" > /dev/null || exit 1
-timeout 100 python3 -m hgemm.cli bench --library results/committed --library "results/with_$family" \
+timeout 120 python3 -m hgemm.cli bench --library results/committed --library "results/with_$family" \
   --grid "$shapes/heldout.yaml" --out "$OUT/heldout.json" > "$OUT/heldout.log" 2>&1
 echo "held-out bench: rc $?"
 python3 -m hgemm.cli summarize "$OUT/heldout.json" --libraries "committed,with_$family" \

@@ -308,12 +308,15 @@ def _skinny_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, 
     """hgemm::SkinnyMma::run (hgemm/include/hgemm/skinny_mma.cuh) in its own index formulas, on the grid its
     launch spec gives, a warp's 32 lanes at a time: the registers each lane loads (the k order of the
     fragment slots; for NN the movmatrix transpose), the m16n8k16 atom per the PTX fragment layouts, the
-    partial sums by column(), the cluster's reduction and the stores. Every load is bounds-checked.
+    partial sums by column(), the cluster's reduction and the stores. The product is D = X . Y^T: X = A
+    and Y = B, or with `swap` X = B's columns, Y = A's rows and D = C^T. Every load is bounds-checked.
     Returns C and how many times each element was stored."""
-    warps, T, U, split = p["warps"], p["t"], p["unroll"], p["split"]
+    warps, T, U, split, swap = p["warps"], p["t"], p["unroll"], p["split"], p.get("swap", False)
     grid, block, _, _ = parse_candidate(skinny_mma.render(p)).spec.launch_dims(
         dict(M=M, N=N, K=K, batch=batch, num_sms=132))
     assert block == (32 * warps, 1, 1) and grid[0] % split == 0 and grid[1] == 1
+    y_rows = swap or layout == "TN"   # Y's rows along k: vectors as loaded (else NN's movmatrix path)
+    R, W = (N, M) if swap else (M, N)
     BN, workers, chunks = 8 * T, warps * split, -(-K // 64)
     uu = U if vec else 1
     lanes = np.arange(32)
@@ -326,20 +329,20 @@ def _skinny_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, 
         assert (~ok | ((rows_idx < mat.shape[0]) & (cols_idx < mat.shape[1]))).all(), "a read out of range"
         return np.where(ok, mat[np.minimum(rows_idx, mat.shape[0] - 1), np.minimum(cols_idx, mat.shape[1] - 1)], 0.0)
 
-    def load(a_mat, b_mat, rows, n0, k0):
+    def load(x_mat, y_mat, rows, n0, k0):
         # a[lane, r, w, e]: row g + 8r, k = k0 + 16q + 8v + 2w' + e with w = 4v + w'
         w_idx, e_idx = np.meshgrid(np.arange(8), np.arange(2), indexing="ij")
         a = np.zeros((32, 2, 8, 2))
         for r in range(2):
             m = (g + 8 * r)[:, None, None]
             k = k0 + 16 * q[:, None, None] + 2 * w_idx + e_idx
-            a[:, r] = read(a_mat, m, k, (m < rows) & (k < K))
+            a[:, r] = read(x_mat, m, k, (m < rows) & (k < K))
         b = np.zeros((32, T, 8, 2))
-        if layout == "TN":
+        if y_rows:
             for t in range(T):
                 n = (n0 + 8 * t + g)[:, None, None]
                 k = k0 + 16 * q[:, None, None] + 2 * w_idx + e_idx
-                b[:, t] = read(b_mat, n, k, (n < N) & (k < K))
+                b[:, t] = read(y_mat, n, k, (n < W) & (k < K))
         else:
             for w in range(8):
                 s_, p_ = divmod(w, 2)
@@ -347,7 +350,7 @@ def _skinny_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, 
                 for h in range(T // 4):
                     j_idx, e2 = np.meshgrid(np.arange(4), np.arange(2), indexing="ij")
                     n = n0 + 32 * h + 8 * q[:, None, None] + 2 * j_idx + e2
-                    raw = read(b_mat, kr[:, None, None], n, (kr[:, None, None] < K) & (n < N))   # [lane, j, e]
+                    raw = read(y_mat.T, kr[:, None, None], n, (kr[:, None, None] < K) & (n < W))   # [lane, j, e]
                     # movmatrix.trans: lane (g, q) gets element e of source row 2q + e, column g, which
                     # lane (2q + e) * 4 + g // 2 holds as element g % 2
                     for j in range(4):
@@ -373,11 +376,12 @@ def _skinny_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, 
                     acc[:, t, i] += d[g + 8 * (i // 2), 2 * q + i % 2]
 
     for bz, bx in itertools.product(range(grid[2]), range(grid[0])):
-        mchunks = -(-M // 16)
+        mchunks = -(-R // 16)
         b_, m0 = bz // mchunks, (bz % mchunks) * 16
-        rows, n0 = min(16, M - m0), (bx // split) * BN
-        a_mat = A[b_, m0:]
-        b_mat = B[b_]
+        rows, n0 = min(16, R - m0), (bx // split) * BN
+        # X's rows from the chunk's first, and Y's rows (W x K), whatever their layout in memory
+        b_rows = B[b_] if layout == "TN" else B[b_].T   # N x K
+        x_mat, y_mat = (b_rows[m0:], A[b_]) if swap else (A[b_, m0:], b_rows)
         if bx % split == 0:
             part = np.zeros((split, 16, BN))
         rank = bx % split
@@ -386,17 +390,25 @@ def _skinny_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, 
             for c in range(rank * warps + warp, chunks, workers * uu):
                 for u in range(uu):
                     cu = c + u * workers
-                    a, b = load(a_mat, b_mat, rows, n0, cu * 64 if cu < chunks else K)
+                    a, b = load(x_mat, y_mat, rows, n0, cu * 64 if cu < chunks else K)
                     if cu < chunks:
                         mma(acc, a, b)
             for t, i in itertools.product(range(T), range(4)):
                 m = g + 8 * (i // 2)
-                col = np.array([_skinny_mma_column(layout, t, 2 * qq + i % 2) for qq in q])
+                col = np.array([_skinny_mma_column("TN" if y_rows else "NN", t, 2 * qq + i % 2) for qq in q])
                 np.add.at(part[rank], (m[m < rows], col[m < rows]), acc[m < rows, t, i])
         if rank < split - 1:
             continue
         total = part.sum(axis=0)   # every rank's sums, as each CTA reads them through DSMEM
-        nt, vectors = 32 * warps, rows * (BN // 8)
+        nt = 32 * warps
+        if swap:   # element e of the CTA's share: D's column w, row m, C[n0 + w, m0 + m]
+            for r, tid in itertools.product(range(split), range(nt)):
+                for e in range(r * nt + tid, min(BN, W - n0) * rows, nt * split):
+                    w, m = divmod(e, rows)
+                    C[b_, n0 + w, m0 + m] = total[m, w]
+                    stores[b_, n0 + w, m0 + m] += 1
+            continue
+        vectors = rows * (BN // 8)
         for r, tid in itertools.product(range(split), range(nt)):
             for v in range(r * nt + tid, vectors, nt * split):
                 m, c0 = divmod(v, BN // 8)
@@ -414,12 +426,17 @@ def _skinny_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, 
     (dict(warps=4, t=8, unroll=1, split=4), (1, 70, 1000, 2)),     # M = 1, batch, K shared by 16 workers
     (dict(warps=8, t=4, unroll=2, split=1), (37, 33, 77, 1)),      # M past one 16-row chunk
     (dict(warps=4, t=4, unroll=1, split=2), (5, 8, 17, 3)),        # fewer chunks than workers
+    (dict(warps=4, t=4, unroll=1, split=1, swap=True), (64, 16, 128, 1)),    # N = 16: whole chunks, one block
+    (dict(warps=4, t=4, unroll=2, split=2, swap=True), (100, 3, 200, 1)),    # N = 3: a K tail, M past a block
+    (dict(warps=4, t=8, unroll=1, split=4, swap=True), (70, 1, 1000, 2)),    # N = 1, batch, 16 workers
+    (dict(warps=8, t=4, unroll=2, split=1, swap=True), (33, 37, 77, 1)),     # N past one 16-row chunk
 ])
 @pytest.mark.parametrize("vec", [True, False])
 def test_skinny_mma_fragment_order_computes_a_times_b(params, shape, layout, vec):
-    """The k order of the fragment slots pairs A's and B's values of the same k, NN's movmatrix puts each
-    column where column() says, and every element of C is stored once (the fast path's whole-vector
-    loads and the realigned path read the same elements: one chunk at a time there)."""
+    """The k order of the fragment slots pairs X's and Y's values of the same k, NN's movmatrix puts each
+    column where column() says, the swap variants write D^T into C, and every element of C is stored once
+    (the fast path's whole-vector loads and the realigned path read the same elements: one chunk at a
+    time there)."""
     M, N, K, batch = shape
     p = dict(kind="skinny_mma", **params)
     rng = np.random.default_rng(1)

@@ -131,17 +131,25 @@ def test_tune_shortlist_times_every_short_k_variant_that_applies():
 
 
 def test_tune_shortlist_times_every_skinny_tensor_core_variant_that_applies():
-    # no estimate fitted to measurements yet: an M <= 16 shape times all 21, in clusters of 1, 2 and 4;
-    # M = 17 and K <= 16 none
+    # no estimate fitted to measurements yet: an M <= 16 shape times all 21 of one role, in clusters of
+    # 1, 2 and 4, an N <= 16 shape the 21 swap variants, a shape with both small all 42; M and N past 16
+    # or K <= 16 none
     from hgemm.tune import shortlist
     from kernels_corpus.families import skinny_mma
 
+    def timed(p):
+        return sorted(name for name, _ in shortlist(p, 1) if name.startswith("skinny_mma_"))
+
+    plain = sorted(skinny_mma.name(v) for v in skinny_mma.variants() if not v["swap"])
+    swap = sorted(skinny_mma.name(v) for v in skinny_mma.variants() if v["swap"])
+    assert len(plain) == len(swap) == 21 and {n[-2:] for n in plain} == {"s1", "s2", "s4"}
     for p in (Problem(16, 4096, 14336), Problem(1, 4096, 4096, layout="TN")):
-        timed = [name for name, _ in shortlist(p, 1) if name.startswith("skinny_mma_")]
-        assert sorted(timed) == sorted(skinny_mma.name(v) for v in skinny_mma.variants())
-        assert len(timed) == 21 and {n[-2:] for n in timed} == {"s1", "s2", "s4"}
-    for p in (Problem(17, 4096, 4096), Problem(16, 4096, 16)):
-        assert not [name for name, _ in shortlist(p, 1) if name.startswith("skinny_mma_")]
+        assert timed(p) == plain
+    for p in (Problem(4096, 8, 4096, layout="TN"), Problem(7033, 3, 3533)):
+        assert timed(p) == swap
+    assert timed(Problem(5, 13, 64)) == sorted(plain + swap)
+    for p in (Problem(17, 4096, 4096), Problem(16, 4096, 16), Problem(4096, 16, 16)):
+        assert not timed(p)
 
 
 def test_tune_shortlist_times_every_tensor_core_short_k_variant_that_applies():

@@ -1,4 +1,5 @@
-"""Skinny-M HGEMM family on tensor cores (M <= 16): B streamed from DRAM straight into mma.sync fragments.
+"""Skinny HGEMM family on tensor cores (M <= 16, or N <= 16): the wide operand streamed from DRAM straight
+into mma.sync fragments.
 
 The kernel is hgemm::SkinnyMma in hgemm/include/hgemm/skinny_mma.cuh. With M <= 16 the GEMM is bound
 by reading B once (2*K*N bytes). The skinny family's CUDA-core kernels spend 2*M FMAs a B element,
@@ -6,12 +7,17 @@ which at M = 16 costs as much time as the stream; the mma_sync family's 16-row t
 memory and split K through an fp32 workspace that is zeroed, added into with atomics and converted. Here
 16-byte vectors of A and B go into registers in an order of k that the m16n8k16 atom takes as loaded
 (for NN, movmatrix transposes B's), the warps of a CTA and the CTAs of a cluster share K, and the
-partial sums meet in shared and distributed shared memory: no workspace, no second pass.
+partial sums meet in shared and distributed shared memory: no workspace, no second pass. The `swap`
+variants serve N <= 16 the same way with the operands' roles exchanged (C^T = B^T A^T): A's rows are
+streamed, B's N columns take the atom's 16 rows, and C is written by rows. With N a handful of columns
+(a mixture-of-experts router's, a classifier head's), the tile families spend a 64-wide tile on N, and
+the narrow family's CUDA-core lanes read A with 2-byte loads.
 
-Parameters: `warps` a CTA, `t` n8 tiles a CTA (8 * t columns), `unroll` the 64-k chunks whose loads a
-warp issues together, `split` the CTAs of a cluster sharing one column block's K. Both layouts from
-one render (B's layout is a compile-time switch); correct for any shape (unaligned rows take guarded
-2-byte loads, at a fraction of the speed), applicable to M <= 16 with K past the short-K family's range.
+Parameters: `warps` a CTA, `t` n8 tiles a CTA (8 * t streamed rows), `unroll` the 64-k chunks whose
+loads a warp issues together, `split` the CTAs of a cluster sharing one column block's K, `swap` the
+roles. Both layouts from one render (B's layout is a compile-time switch); correct for any shape
+(unaligned rows take guarded 2-byte loads, at a fraction of the speed), applicable to M <= 16 (N <= 16
+with `swap`) with K past the short-K family's range.
 
 This module holds the parameter space, names, launch spec and applicability; `render(params)` returns
 the candidate text (the include, the launch spec and one entry instantiating the template).
@@ -29,25 +35,32 @@ HEADER = "skinny_mma.cuh"   # the header whose template the renders instantiate
 KC = 64                     # k a chunk
 WARPS_CHOICES = (4, 8, 16)
 TILE_CHOICES = ((4, 1), (4, 2), (8, 1))   # (t, unroll): at most 8 * t * unroll B registers a lane
-# Registers a thread of each (t, unroll) takes with nvcc 13.0, in both layouts: 104-114 at (4, 1),
-# 143-160 at (8, 1) and (4, 2) (a chunk's fragments in flight: 16 of A and 8 a tile of B each).
-REGISTERS = {(4, 1): 120, (4, 2): 160, (8, 1): 160}
+# Registers a thread of each (t, unroll) is planned with (min_blocks). nvcc 13.0 takes 104-123 at (4, 1),
+# 140-160 at (8, 1) and 154-168 at (4, 2) in both layouts (a chunk's fragments in flight: 16 of the atom's
+# rows and 8 a tile of the streamed operand each); the swap variants' NN build, which gathers B's columns
+# an element at a time, 126-192, each under its variant's bound without spills.
+REGISTERS = {(4, 1): 124, (4, 2): 168, (8, 1): 160}
 SPLIT_CHOICES = (1, 2, 4)
-MAX_M = 16
+MAX_ROWS = 16               # the atom's rows: M, or N with `swap`
 MIN_K = 17                  # K <= 16 is the short-K family's
 
 
 def variants() -> list[dict]:
     out = []
-    for warps, (t, unroll), split in itertools.product(WARPS_CHOICES, TILE_CHOICES, SPLIT_CHOICES):
-        p = dict(kind="skinny_mma", warps=warps, t=t, unroll=unroll, split=split)
+    for swap, warps, (t, unroll), split in itertools.product((False, True), WARPS_CHOICES, TILE_CHOICES, SPLIT_CHOICES):
+        p = dict(kind="skinny_mma", warps=warps, t=t, unroll=unroll, split=split, swap=swap)
         if min_blocks(p):
             out.append(p)
     return out
 
 
 def name(p: dict) -> str:
-    return f"skinny_mma_w{p['warps']}_t{p['t']}_u{p['unroll']}_s{p['split']}"
+    return f"skinny_mma_w{p['warps']}_t{p['t']}_u{p['unroll']}_s{p['split']}" + ("_swap" if p.get("swap") else "")
+
+
+def roles(p: dict, problem) -> tuple[int, int]:
+    """(the atom's rows, the streamed rows) of the product: (M, N), or (N, M) for a swap variant."""
+    return (problem.N, problem.M) if p.get("swap") else (problem.M, problem.N)
 
 
 def registers(p: dict) -> int:
@@ -62,12 +75,13 @@ def min_blocks(p: dict) -> int:
     return min(65536 // (threads * registers(p)), 2048 // threads)
 
 
-def column_blocks(p: dict, N: int) -> int:
-    return _cdiv(N, 8 * p["t"])
+def column_blocks(p: dict, problem) -> int:
+    """CTAs' blocks of 8 * t streamed rows (B's columns, or A's rows with swap), each reading all of X."""
+    return _cdiv(roles(p, problem)[1], 8 * p["t"])
 
 
 def ctas(p: dict, problem) -> int:
-    return p["split"] * column_blocks(p, problem.N) * problem.batch * _cdiv(problem.M, MAX_M)
+    return p["split"] * column_blocks(p, problem) * problem.batch * _cdiv(roles(p, problem)[0], MAX_ROWS)
 
 
 def waits(p: dict, problem) -> int:
@@ -83,18 +97,22 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def applicable(p: dict, problem) -> bool:
-    return problem.M <= MAX_M and problem.K >= MIN_K
+    return roles(p, problem)[0] <= MAX_ROWS and problem.K >= MIN_K
 
 
 def spec_text(p: dict) -> str:
-    return launch_spec(name(p), 32 * p["warps"], f"{p['split']} * cdiv(N, {8 * p['t']}), 1, batch * cdiv(M, {MAX_M})")
+    rows, wide = ("N", "M") if p.get("swap") else ("M", "N")
+    return launch_spec(name(p), 32 * p["warps"],
+                       f"{p['split']} * cdiv({wide}, {8 * p['t']}), 1, batch * cdiv({rows}, {MAX_ROWS})")
 
 
 def render(p: dict) -> str:
     """The candidate: the header include, the launch spec and an entry instantiating hgemm::SkinnyMma
     (hgemm/include/hgemm/skinny_mma.cuh)."""
-    desc = (f"// Skinny HGEMM (M <= 16) on tensor cores: B streamed into mma fragments, {8 * p['t']} columns "
+    rows, wide, what = ("N", "A", "rows") if p.get("swap") else ("M", "B", "columns")
+    desc = (f"// Skinny HGEMM ({rows} <= 16) on tensor cores: {wide} streamed into mma fragments, {8 * p['t']} {what} "
             f"a CTA, K shared by {p['warps']} warps x {p['split']} CTAs of a cluster, {p['unroll']} chunks in flight")
+    swap = ", true" if p.get("swap") else ""
     return header_candidate(desc, HEADER, spec_text(p), name(p), 32 * p["warps"], min_blocks(p),
-                            f"hgemm::SkinnyMma<{p['warps']}, {p['t']}, {p['unroll']}, {p['split']}>",
+                            f"hgemm::SkinnyMma<{p['warps']}, {p['t']}, {p['unroll']}, {p['split']}{swap}>",
                             cluster=p["split"])

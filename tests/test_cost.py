@@ -89,6 +89,23 @@ def test_a_skinny_tensor_core_kernel_counts_its_rounds_of_loads_and_reads_a_once
     assert skinny_mma.min_blocks(two) == 1 and features(two, p)[chain] == 2 * 7
 
 
+def test_a_swapped_skinny_tensor_core_kernel_streams_a_and_reads_b_once_a_block_of_a_rows():
+    # 14336 x 16 x 4096 (N <= 16), the roles exchanged: 448 blocks of 32 of A's rows x 2 = 896 CTAs, 2 an
+    # SM: 4 waves on 132 SMs; 64 chunks of 64 k over 16 warps: 4 a warp, in 4 rounds of 1. Every block
+    # reads all of B's 16 columns.
+    from hgemm.cost import applicable
+    from kernels_corpus.families import skinny_mma
+
+    p = Problem(14336, 16, 4096)
+    params = kernel_params("skinny_mma_w8_t4_u1_s2_swap")
+    assert family(params) == "skinny_mma" and skinny_mma.roles(params, p) == (16, 14336)
+    assert applicable("skinny_mma_w8_t4_u1_s2_swap", p) and not applicable("skinny_mma_w8_t4_u1_s2", p)
+    chain, l2 = FEATURES.index("latency"), FEATURES.index("l2_bytes")
+    x = features(params, p)
+    assert skinny_mma.ctas(params, p) == 896 and x[chain] == 4 * 4
+    assert x[l2] == 2 * 16 * 4096 * 448
+
+
 def test_a_tensor_core_short_k_kernel_walks_its_rows_in_16_row_groups():
     # 1419 x 14848 x 64, KMAX 64, one CTA an SM: 233 blocks of 64 columns (N + 8 over 64) fill 132 SMs
     # less than twice, so one row CTA a block; its 8 warps take 16 rows a group: 1419 rows in 12 groups

@@ -470,15 +470,21 @@ def _small_k_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int,
         phase = (c_elem + (bz * M + warp) * N) % 8
         cs = (8 - phase) % 8 - 8 + 64 * bx
         step, first = 8 * grid[1], warp + 8 * by
-        # bf[lane, t, s, p, e]: B[k][cs + column(t, g)], k = (kmax/4) q + 4s + 2p + e (zero past K or N)
+        # the CTA's shared block: bs[k][j] = B[k][block_col + j] for 72 columns, one formula for all warps
+        block_col = 64 * bx - 8
+        kk, jj = np.meshgrid(np.arange(kmax), np.arange(72), indexing="ij")
+        cc = block_col + jj
+        ok = (kk < K) & (cc >= 0) & (cc < N)
+        kc, ccc = np.minimum(kk, K - 1), np.clip(cc, 0, N - 1)
+        bs = np.where(ok, b_mat[kc, ccc] if layout == "NN" else b_mat[ccc, kc], 0.0)
+        # bf[lane, t, s, p, e] = bs[k][off + column(t, g)], k = (kmax/4) q + 4s + 2p + e: B[k][cs + column]
+        off = cs - block_col
+        assert 0 <= off < 8
         bf = np.zeros((32, 8, steps_k, 2, 2))
         for t in range(8):
-            col = cs + np.array([_skinny_mma_column("NN", t, gg) for gg in g])
+            col = off + np.array([_skinny_mma_column("NN", t, gg) for gg in g])
             k = (kmax // 4) * q[:, None, None, None] + 4 * s_idx + 2 * p_idx + e_idx
-            col4 = np.broadcast_to(col[:, None, None, None], k.shape)
-            ok = (k < K) & (col4 >= 0) & (col4 < N)
-            kk, cc = np.minimum(k, K - 1), np.clip(col4, 0, N - 1)
-            bf[:, t] = np.where(ok, b_mat[kk, cc] if layout == "NN" else b_mat[cc, kk], 0.0)
+            bf[:, t] = bs[k, np.broadcast_to(col[:, None, None, None], k.shape)]
         for r0 in range(first, M, 16 * step * u):
             for uu in range(u):
                 base = r0 + 16 * step * uu

@@ -3,10 +3,10 @@
 //
 // With K this short the product is still bound by writing C (2*M*N bytes out against 2*(M + N)*K in),
 // but 2*K flops an output element are too many for CUDA cores (small_k.cuh stops at K = 16), and the
-// tile families store an odd-N C element by element. Here B's values for a CTA's 64 columns sit in
-// registers as mma.sync fragments, loaded once (through shared memory), and each warp walks groups of
-// 16 rows of A through m16n8k16 atoms, storing every row's 8 consecutive columns a lane as one aligned
-// vector.
+// tile families store an odd-N C element by element. Here B's values for a warp's 64 columns sit in
+// registers as mma.sync fragments, loaded once (through shared memory, which holds the CTA's 72
+// columns: each warp reads its own 64 at its phase), and each warp walks groups of 16 rows of A
+// through m16n8k16 atoms, storing every row's 8 consecutive columns a lane as one aligned vector.
 //
 //   SmallKMma<KMAX, U>: warp w of a CTA takes the rows r = w (mod 8) of its batch entry, as SmallK
 //     does: their starts share one offset mod 8 in C's allocation, so the warp fixes its columns once
@@ -181,12 +181,16 @@ struct SmallKMma {
       return;
     }
 
-    // B's fragments for this lane, once: column column(t, g) of the block, k in slot order. The block
-    // goes through shared memory first (every thread a few elements), so that no lane holds a 64-bit
-    // address for each of its 4 * KMAX values of B at once.
-    __shared__ unsigned short bs[KMAX][BN];
-    for (int i = threadIdx.x; i < KMAX * BN; i += NT) bs[i / BN][i % BN] = b_elem(Bb, N, K, i / BN, cs + i % BN);
+    // B's fragments for this lane, once: column column(t, g) from the warp's first, k in slot order. The
+    // CTA stages the BN + 8 columns from BN * blockIdx.x - 8 in shared memory (every thread a few
+    // elements), which covers every warp's columns whatever its phase, so that no lane holds a 64-bit
+    // address for each of its 4 * KMAX values of B at once; warp columns start `off` into the block.
+    constexpr int BW = BN + 8;
+    __shared__ unsigned short bs[KMAX][BW];
+    const int block_col = BN * static_cast<int>(blockIdx.x) - 8;
+    for (int i = threadIdx.x; i < KMAX * BW; i += NT) bs[i / BW][i % BW] = b_elem(Bb, N, K, i / BW, block_col + i % BW);
     __syncthreads();
+    const int off = cs - block_col;   // (8 - phase) % 8: 0..7
     uint32_t bf[T][STEPS][2];
 #pragma unroll
     for (int t = 0; t < T; ++t)
@@ -194,7 +198,7 @@ struct SmallKMma {
       for (int s = 0; s < STEPS; ++s)
 #pragma unroll
         for (int p = 0; p < 2; ++p) {
-          const int col = column(t, g);
+          const int col = off + column(t, g);
           bf[t][s][p] = bs[slot_k(q, s, p, 0)][col] | uint32_t(bs[slot_k(q, s, p, 1)][col]) << 16;
         }
     const bool vec = K % 8 == 0 && reinterpret_cast<uintptr_t>(A) % 16 == 0;

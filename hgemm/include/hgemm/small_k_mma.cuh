@@ -37,6 +37,7 @@ struct SmallKMma {
   static constexpr int WARPS = NT / 32;
   static constexpr int T = 8;               // n8 tiles: 64 columns a CTA
   static constexpr int BN = 8 * T;
+  static constexpr int BW = BN + 8;         // columns of B a CTA stages: every warp's 64 at its phase
   static constexpr int STEPS = KMAX / 16;   // mma k16 steps
   static constexpr int WORDS = KMAX / 8;    // 32-bit registers of a row's k a lane: KMAX/4 halves
   static_assert(KMAX == 32 || KMAX == 64, "K up to 32 or 64: B's fragments live in registers");
@@ -45,6 +46,11 @@ struct SmallKMma {
   // The column (from the block's first) that column c of n8 tile t stands for: lane (g, q) then holds
   // columns 32 * (t / 4) + 8 * q + 0..7 of its rows, the accumulators of tiles t % 4 = 0..3 in order.
   __device__ __forceinline__ static int column(int t, int c) { return spread_column(t, c); }
+  // Element i of the staged block as (k, column from the block's first): consecutive i run along B's
+  // rows in memory (n for NN, k for TN), so a warp's loads are coalesced.
+  __device__ __forceinline__ static int2 staged_at(int i) {
+    return kLayout == Layout::NN ? make_int2(i / BW, i % BW) : make_int2(i % KMAX, i / KMAX);
+  }
   // The k that half e of register p at step s of lane column q stands for.
   __device__ __forceinline__ static int slot_k(int q, int s, int p, int e) { return (KMAX / 4) * q + 4 * s + 2 * p + e; }
 
@@ -182,13 +188,26 @@ struct SmallKMma {
     }
 
     // B's fragments for this lane, once: column column(t, g) from the warp's first, k in slot order. The
-    // CTA stages the BN + 8 columns from BN * blockIdx.x - 8 in shared memory (every thread a few
-    // elements), which covers every warp's columns whatever its phase, so that no lane holds a 64-bit
-    // address for each of its 4 * KMAX values of B at once; warp columns start `off` into the block.
-    constexpr int BW = BN + 8;
+    // CTA stages the BW = BN + 8 columns from BN * blockIdx.x - 8 in shared memory, which covers every
+    // warp's columns whatever its phase, so that no lane holds a 64-bit address for each of its 4 * KMAX
+    // values of B at once; warp columns start `off` into the block. A thread's LOADS elements are issued
+    // together (unrolled into registers, then stored): a loop of dependent load-store pairs would wait
+    // out DRAM's latency LOADS times, which on a CTA with one row group to walk is most of its life.
+    constexpr int LOADS = KMAX * BW / NT;
+    static_assert(KMAX * BW % NT == 0, "the staged block splits evenly over the threads");
     __shared__ unsigned short bs[KMAX][BW];
     const int block_col = BN * static_cast<int>(blockIdx.x) - 8;
-    for (int i = threadIdx.x; i < KMAX * BW; i += NT) bs[i / BW][i % BW] = b_elem(Bb, N, K, i / BW, block_col + i % BW);
+    unsigned short staged[LOADS];
+#pragma unroll
+    for (int j = 0; j < LOADS; ++j) {
+      const int2 at = staged_at(static_cast<int>(threadIdx.x) + NT * j);
+      staged[j] = b_elem(Bb, N, K, at.x, block_col + at.y);
+    }
+#pragma unroll
+    for (int j = 0; j < LOADS; ++j) {
+      const int2 at = staged_at(static_cast<int>(threadIdx.x) + NT * j);
+      bs[at.x][at.y] = staged[j];
+    }
     __syncthreads();
     const int off = cs - block_col;   // (8 - phase) % 8: 0..7
     uint32_t bf[T][STEPS][2];

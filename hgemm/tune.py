@@ -12,9 +12,10 @@ per-class targets of hgemm.summary).
 
 Resumable (`state_dir`): problems are evaluated in chunks, each problem's result saved as it comes
 with the settings it was measured under, and a tune with a wall-clock budget stops between chunks.
-Run again with the same settings and it evaluates only the problems without a saved result; the table
-always holds every saved problem, and says how many are still to do (`pending`). A wide shape sample
-is tuned that way over several device calls.
+Run again with the same settings (options, arch, candidate texts, device headers, GPU model) and it
+evaluates only the problems without a saved result; the table always holds every saved problem, and
+says how many are still to do (`pending`). A wide shape sample is tuned that way over several device
+calls.
 
 Beside a library (`beside`): each shape's kernel in that library is timed in the same run as the
 shortlist (as `beside:<name>`, never chosen), and the table entry records it, so a re-tune says shape
@@ -36,10 +37,10 @@ from kernels_corpus.families import FAMILIES, mma_sync, narrow, skinny_mma, smal
 
 from .bench import run_bench
 from .candidate import parse_spec
-from .compile import detect_arch
+from .compile import detect_arch, include_hash
 from .cost import CLUSTER_CTAS_AT_ONCE
 from .entry import EvalOptions
-from .envinfo import environment
+from .envinfo import environment, gpu_info
 from .files import UnreadableFile, config_hash, read_user_text, write_json
 from .library import DEFAULT_DISPATCH, Library, timed_ratios, tune_results
 from .params import operand_shape
@@ -214,8 +215,11 @@ def tune(problems: list[Problem], out_dir: str | Path, options: EvalOptions | No
     wanted = {p: ({n for n, _ in per_problem[p]} | set(references)) - pruned for p in problems}
     for p, name in current.items():
         wanted[p].add(name)  # timed whatever its resource report: it is the kernel the winner would replace
-    # what a saved result depends on: the options, the arch and the candidates' texts
-    settings = {p: config_hash([options.to_dict(), arch, sorted((n, union[n]) for n in wanted[p])]) for p in problems}
+    # what a saved result depends on: the options, the arch, the candidates' texts, the device headers
+    # those texts include (a render names a template, whose code is in the headers) and the GPUs that
+    # time them (a tune resumed on another card measures again rather than mixing two cards' times)
+    context = [options.to_dict(), arch, include_hash(), sorted(g.get("name", "") for g in gpu_info())]
+    settings = {p: config_hash(context + [sorted((n, union[n]) for n in wanted[p])]) for p in problems}
     # which settings each problem is measured under: a result saved under others is measured again; beside
     # bench.json too, so that the folder as committed can seed another tune (seed_state)
     for folder in ([state] if state else []) + [out_dir]:

@@ -5,7 +5,9 @@
 #   1. its GPU tests (tests/test_gpu_families.py -k FAMILY: every variant on its own shapes in both
 #      layouts against an fp32 reference) and a sample of every family on the edge shapes;
 #   2. a tune of benchmarks/FAMILY/tune_shapes.yaml, the committed library's kernel for each shape timed
-#      beside the shortlist; resumable: a second call (on the same machine) goes on where it stopped;
+#      beside the shortlist; resumable: a second call on the same machine goes on where it stopped, and
+#      so does one on a fresh machine given the last call's folder (tar xzf tune.tgz here, then carry
+#      results/FAMILY_tune); results saved on another GPU model or under other headers are measured again;
 #   3. once the tune is whole, the committed library (benchmarks/tune + benchmarks/sample_tune) with and
 #      without that tune on benchmarks/FAMILY/heldout.yaml, shapes no tune saw, beside every baseline.
 # Raw results and logs in $OUT (tune.tgz: the tune's folder); a short table last.

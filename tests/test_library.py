@@ -202,6 +202,35 @@ def test_a_resumed_tune_keeps_saved_results_and_measures_the_rest(tmp_path):
     assert table["pending"] == []
 
 
+@pytest.mark.parametrize("changed", ["edited_headers", "another_card"])
+def test_a_saved_result_is_measured_again_after_a_header_edit_or_on_another_gpu(tmp_path, monkeypatch, changed):
+    # A render names a template whose code lives in the device headers, so its text alone does not say
+    # what was timed; and a resumed tune on another card would mix two cards' times in one table.
+    import hgemm.tune as tune_module
+    from hgemm.entry import EvalOptions
+
+    problem, state = Problem(64, 64, 64), tmp_path / "progress"
+    options = EvalOptions(reps=1, baselines=("cublas",))
+    monkeypatch.setattr(tune_module, "gpu_info", lambda: [{"name": "NVIDIA H200"}])
+
+    def run():
+        return tune_module.tune([problem], tmp_path / "lib", options, tiles_per_family=1, arch="sm_90a",
+                                progress=False, state_dir=state)
+
+    run()
+    settings = json.loads((state / "settings.json").read_text())[problem.key]
+    saved = {"settings": settings, "result": saved_result(problem, {"reference_mma_sync": 5.0})}
+    (state / f"{problem.key}.json").write_text(json.dumps(saved))
+    assert run()["entries"][problem.key]["kernel"] == "reference_mma_sync"  # same settings: reused
+    if changed == "edited_headers":
+        monkeypatch.setattr(tune_module, "include_hash", lambda: "another header set")
+    else:
+        monkeypatch.setattr(tune_module, "gpu_info", lambda: [{"name": "NVIDIA H100 80GB HBM3"}])
+    table = run()
+    assert problem.key not in table["entries"]  # on a CPU the new settings' pass compiles and times nothing
+    assert json.loads((state / "settings.json").read_text())[problem.key] != settings
+
+
 def test_a_tune_out_of_time_starts_no_chunk_that_would_not_fit_and_says_what_is_left(tmp_path, monkeypatch):
     # A clock that the compiles move by 30 s and each chunk by 50: with 100 s, the first chunk ends at
     # 80 and a second would end at 130, so it is not started; with 20 s the compiles alone use it up.

@@ -110,18 +110,26 @@ struct SmallKMma {
     }
   }
 
+  // The U row groups from r0 (rows r0 + step * i, i = 0..15, per group), as a lane holds them.
+  template <bool VEC>
+  __device__ __forceinline__ static void load_groups(uint32_t (&a)[U][2][WORDS], const __half* Ab, int M, int K,
+                                                     int r0, int step, int g, int q) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int base = r0 + 16 * step * u;
+      load_row<VEC>(a[u][0], Ab, M, K, base + step * g, q);
+      load_row<VEC>(a[u][1], Ab, M, K, base + step * (g + 8), q);
+    }
+  }
+
+  // The warp's row groups from `first`, whose A the caller has loaded into `a`; each step's mmas and
+  // stores, then the next step's loads.
   template <bool VEC>
   __device__ __forceinline__ static void walk(const __half* Ab, __half* Cb, int M, int K, int N, int cs, int first,
-                                              int step, int g, int q, const uint32_t (&bf)[T][STEPS][2]) {
+                                              int step, int g, int q, const uint32_t (&bf)[T][STEPS][2],
+                                              uint32_t (&a)[U][2][WORDS]) {
 #pragma unroll 1
     for (int r0 = first; r0 < M; r0 += 16 * step * U) {
-      uint32_t a[U][2][WORDS];
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int base = r0 + 16 * step * u;
-        load_row<VEC>(a[u][0], Ab, M, K, base + step * g, q);
-        load_row<VEC>(a[u][1], Ab, M, K, base + step * (g + 8), q);
-      }
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int base = r0 + 16 * step * u;
@@ -139,6 +147,7 @@ struct SmallKMma {
         }
         store_rows(Cb, M, N, cs, base + step * g, base + step * (g + 8), q, acc);
       }
+      if (r0 + 16 * step * U < M) load_groups<VEC>(a, Ab, M, K, r0 + 16 * step * U, step, g, q);
     }
   }
 
@@ -187,6 +196,13 @@ struct SmallKMma {
       return;
     }
 
+    // The first step's A goes out before B is staged: a CTA whose warps have one step to take (M up to
+    // 128 rows a batch entry) then waits out one DRAM round trip before its mmas, not two.
+    const bool vec = K % 8 == 0 && reinterpret_cast<uintptr_t>(A) % 16 == 0;
+    uint32_t a[U][2][WORDS];
+    if (vec) load_groups<true>(a, Ab, M, K, first, step, g, q);
+    else load_groups<false>(a, Ab, M, K, first, step, g, q);
+
     // B's fragments for this lane, once: column column(t, g) from the warp's first, k in slot order. The
     // CTA stages the BW = BN + 8 columns from BN * blockIdx.x - 8 in shared memory, which covers every
     // warp's columns whatever its phase, so that no lane holds a 64-bit address for each of its 4 * KMAX
@@ -220,9 +236,8 @@ struct SmallKMma {
           const int col = off + column(t, g);
           bf[t][s][p] = bs[slot_k(q, s, p, 0)][col] | uint32_t(bs[slot_k(q, s, p, 1)][col]) << 16;
         }
-    const bool vec = K % 8 == 0 && reinterpret_cast<uintptr_t>(A) % 16 == 0;
-    if (vec) walk<true>(Ab, Cb, M, K, N, cs, first, step, g, q, bf);
-    else walk<false>(Ab, Cb, M, K, N, cs, first, step, g, q, bf);
+    if (vec) walk<true>(Ab, Cb, M, K, N, cs, first, step, g, q, bf, a);
+    else walk<false>(Ab, Cb, M, K, N, cs, first, step, g, q, bf, a);
     (void)batch;
   }
 };

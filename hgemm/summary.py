@@ -260,7 +260,8 @@ def beside_markdown(table: dict) -> str:
     ratios = [e["beside"]["time_ratio"] for _, e in rows]
     lines += ["", f"{len(rows)} shapes timed beside the current kernel"
               + (f": new / current geomean {geomean(ratios):.4f}, worst {max(ratios):.4f}, "
-                 f"{sum(r <= 1.02 for r in ratios)} at most 2% slower." if rows else ".")]
+                 f"{sum(r <= 1.02 for r in ratios)} at most 2% slower, {sum(r < 1 / 1.02 for r in ratios)} more than "
+                 f"2% faster." if rows else ".")]
     if unmeasured:
         lines.append(f"Without a timed current kernel: {', '.join(unmeasured)}.")
     return "\n".join(lines) + "\n"

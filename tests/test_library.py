@@ -285,7 +285,20 @@ def test_a_tune_beside_a_library_times_its_kernel_for_each_shape_and_never_picks
     assert entry["beside"] == {"kernel": "big", "status": "ok", "time_us": 100.0, "time_ratio": 2.0}
     beside = (tmp_path / "lib" / "beside.md").read_text()
     assert "| big | 100.0 | reference_mma_sync | 200.0 | 2.000 |" in beside
-    assert "new / current geomean 2.0000, worst 2.0000, 0 at most 2% slower" in beside
+    assert "new / current geomean 2.0000, worst 2.0000, 0 at most 2% slower, 0 more than 2% faster." in beside
+
+
+def test_a_re_tune_counts_the_shapes_its_winners_take_more_than_2pct_off():
+    from hgemm.summary import beside_markdown
+
+    def entry(ratio):
+        return {"kernel": "new", "time_us": 10.0 * ratio,
+                "beside": {"kernel": "old", "status": "ok", "time_us": 10.0, "time_ratio": ratio}}
+
+    table = {"entries": {f"b1_m{m}_n64_k64_NN": entry(r) for m, r in ((64, 0.5), (128, 0.97), (192, 1.0), (256, 1.1))}}
+    # 0.97 is 3% less time, under 1 / 1.02; 1.0 is a tie; 1.1 is more than 2% slower
+    assert "4 shapes timed beside the current kernel: new / current geomean" in beside_markdown(table)
+    assert "3 at most 2% slower, 2 more than 2% faster." in beside_markdown(table)
 
 
 def test_the_fallback_is_a_family_kernel_for_every_shape_and_layout_timed_on_every_shape(tmp_path):

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# How far a per-shape search over the seed families' configurations gets past the library on shapes no
+# tune saw, on one GPU: `bash scripts/gpu_search_headroom.sh [TILES]`.
+#
+# rl_hgemm's model writes the families' configurations, so the most its best-of-8 can beat the library
+# by is what a search over those configurations finds. On the 48 shapes of configs/grids/heldout.yaml
+# (rl_hgemm's held-out grid), a tune times TILES tile shapes a family (default 99: every one that
+# applies, each at its two deepest pipelines; the library's own tunes time 2) and, in the same run, the
+# pipeline's library's choice (configs/gpu-rl.yaml's tune.reuse, merged). The last line of beside.md
+# counts the shapes where the search's winner takes more than 2% off the library's time.
+# Resumable: call again on the same machine, or on a fresh one of the same GPU model with the last
+# call's folder (tar xzf search.tgz here, then carry results/search_headroom). Raw results in $OUT.
+tiles=${1:-99}
+source scripts/gpu_env.sh
+set -o pipefail
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
+read -r -a libraries < <(python3 -c "import yaml; print(*yaml.safe_load(open('configs/gpu-rl.yaml'))['tune']['reuse'])")
+python3 -m hgemm.cli merge "${libraries[@]}" --out results/pipeline_library > /dev/null || exit 1
+timeout 560 python3 -m hgemm.cli tune --grid configs/grids/heldout.yaml --out results/search_headroom \
+  --tiles "$tiles" --reps 5 --beside results/pipeline_library --max-seconds 500 > "$OUT/tune.log" 2>&1
+echo "tune: rc $?"
+tar czf "$OUT/search.tgz" results/search_headroom
+grep "still to tune" "$OUT/tune.log"
+tail -n 3 results/search_headroom/beside.md

@@ -65,6 +65,12 @@ def kernel_params(name: str) -> dict | None:
     return found[1] if found else None
 
 
+def family_text(name: str) -> str | None:
+    """A seed-family kernel's candidate text, rendered from its name; None for a kernel of no family."""
+    found = _by_name().get(name)
+    return found[0].render(found[1]) if found else None
+
+
 def applicable(name: str, p: Problem) -> bool:
     """Whether the kernel's family counts it among the variants worth timing on p (its `applicable`
     filter, the tune's first cut): the model was fitted on such pairs only, so it ranks no others."""

@@ -7,7 +7,8 @@ rule loses. A pick the tune did not time on s counts as unmeasured (the share is
 are compared on the shapes where all of them are measured. It costs no GPU time, and it is how a rule
 earns a GPU check on shapes no tune saw (`hgemm bench --library A --library B`).
 
-Rules (each picks among the kernels that won some other shape and fit s: layout, TMA row pitch):
+Rules (each picks among the kernels that won some other shape, or for cost that another shape
+offers, and that fit s: layout, TMA row pitch):
 - nearest: the kernel of the nearest tuned shape of the same layout in (log M, log N, log K, log
   batch), hgemm.library's `nearest` dispatch;
 - nearest_aligned: the same distance plus a penalty for each way the two shapes differ in alignment:
@@ -16,8 +17,9 @@ Rules (each picks among the kernels that won some other shape and fit s: layout,
   on the 8 nearest shapes (alignment-aware distance, weighted by 1 / (1 + distance); a shape whose
   tune did not time it counts as UNTIMED_SLOWDOWN); the lowest score wins: hgemm.library's `measured`
   dispatch (hgemm.library.measured_pick);
-- cost: every kernel that won another shape, ranked by hgemm.cost's model fitted to the other shapes'
-  measurements and corrected by the 8 nearest shapes' (hgemm.library's `cost` dispatch).
+- cost: every kernel another shape offers (its winner and runners-up, hgemm.library.offered), ranked by
+  hgemm.cost's model fitted to the other shapes' measurements and corrected by the 8 nearest shapes'
+  (hgemm.library's `cost` dispatch).
 
 A rule may pick a kernel the left-out shape's tune never timed (the cost rule often does: it ranks
 kernels the shortlist left out), so each rule is also judged choosing among the kernels that were
@@ -41,9 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .candidate import Candidate, parse_candidate
-from .cost import CostModel
+from .cost import CostModel, family_text
 from .files import write_json
-from .library import NEIGHBOURS, aligned_distance, log_distance, measured_pick, tma_compatible, tune_results
+from .library import NEIGHBOURS, aligned_distance, log_distance, measured_pick, offered, tma_compatible, tune_results
 from .problem import Problem
 from .summary import BESIDE, geomean
 
@@ -61,9 +63,10 @@ class Shape:
 
 def load_shapes(folders: list[str | Path]) -> tuple[list[Shape], dict[str, Path]]:
     """Every tuned shape of the folders with the kernels timed on it, and where each winner's text is.
-    A kernel timed as `beside:<name>` is that kernel's measurement; a shape in two folders keeps the
-    first folder's measurements."""
-    shapes: dict[str, Shape] = {}
+    A kernel timed as `beside:<name>` is that kernel's measurement; a shape two folders tuned keeps the
+    measurements of the one whose winner has the higher speedup over its run's strongest baseline, as
+    a merge of the folders keeps its entry (hgemm.library.merge_libraries)."""
+    shapes: dict[str, tuple[float, Shape]] = {}
     texts: dict[str, Path] = {}
     for folder in map(Path, folders):
         table = json.loads((folder / "table.json").read_text())
@@ -73,13 +76,16 @@ def load_shapes(folders: list[str | Path]) -> tuple[list[Shape], dict[str, Path]
         for pr in results["problems"]:
             problem = Problem.from_dict(pr["problem"])
             entry = table["entries"].get(problem.key)
-            if entry is None or problem.key in shapes:
+            if entry is None:
+                continue
+            speedup = entry.get("speedup_vs_best") or 0
+            if problem.key in shapes and speedup <= shapes[problem.key][0]:
                 continue
             times = {n.removeprefix(BESIDE): r["time_us"] for n, r in pr["candidates"].items()
                      if r.get("status") == "ok" and r.get("time_us")}
-            shapes[problem.key] = Shape(problem, entry["kernel"], times)
+            shapes[problem.key] = (speedup, Shape(problem, entry["kernel"], times))
             texts.setdefault(entry["kernel"], folder / "kernels" / f"{entry['kernel']}.cu")
-    return list(shapes.values()), texts
+    return [shape for _, shape in shapes.values()], texts
 
 
 class Rules:
@@ -91,14 +97,18 @@ class Rules:
         self._candidates: dict[str, Candidate] = {}
         self._fits: dict[tuple[str, str], bool] = {}
         self._wins = Counter(s.winner for s in shapes)
+        self._offers = {s.problem.key: offered(s.winner, {n: t / s.times[s.winner] for n, t in s.times.items()}
+                                               if s.winner in s.times else {}) for s in shapes}
+        self._offered = Counter(n for names in self._offers.values() for n in names)
         self._cost_for: str | None = None
         self._cost: CostModel | None = None
 
     def fits(self, name: str, p: Problem) -> bool:
         key = (name, p.key)
         if key not in self._fits:
-            if name not in self._candidates:
-                self._candidates[name] = parse_candidate(self.texts[name].read_text())
+            if name not in self._candidates:  # a winner's stored text, or a runner-up's family render
+                text = self.texts[name].read_text() if name in self.texts else family_text(name)
+                self._candidates[name] = parse_candidate(text)
             cand = self._candidates[name]
             self._fits[key] = cand.supports(p.layout) and tma_compatible(cand, p)
         return self._fits[key]
@@ -137,7 +147,8 @@ class Rules:
         """The cost rule's candidates for the shape, fastest estimate first (the rule picks the first)."""
         p = shape.problem
         near = [(d, o.problem.key) for d, o in self._others(shape, aligned_distance)[:NEIGHBOURS]]
-        names = [n for n in self._wins if self._wins[n] > (n == shape.winner) and self.fits(n, p)
+        own = self._offers[p.key]  # what only the left-out shape offers is not in the library without it
+        names = [n for n in self._offered if self._offered[n] > (n in own) and self.fits(n, p)
                  and (not timed_only or n in shape.times)]
         return self._cost_model(shape).rank(names, p, near)
 
@@ -218,8 +229,8 @@ def markdown(result: dict) -> str:
     lines = ["# Dispatch rules, each tuned shape left out in turn", "",
              f"{result['shapes']} tuned shapes. Slowdown: the pick's time over the shape's winner's, where the "
              "left-out shape's tune timed the pick."]
-    titles = {"any": "Choosing among every kernel that won another shape; compared on the {n} shapes where every "
-                     "rule's pick was timed",
+    titles = {"any": "Choosing among every kernel that won another shape (cost: that another shape offers, its "
+                     "runners-up too); compared on the {n} shapes where every rule's pick was timed",
               "timed_only": "Choosing among the kernels the left-out shape's tune timed (every pick measured); "
                             "compared on the {n} shapes where every rule has a pick"}
     for mode, title in titles.items():

@@ -5,10 +5,12 @@ Lookup order for a problem: the exact shape in the table; else a kernel chosen f
 of the same layout, among the seed families' entries (a model's kernel serves only the shape it was
 verified and timed on); else the safe generic kernel (the table's fallback). The table's `dispatch`
 says how an unseen shape is served:
-- `cost` (DEFAULT_DISPATCH, what a tune, merge or copy writes): every tuned winner that fits the shape is ranked by
-  hgemm.cost's model, fitted to every time the entries' tunes measured (`timed`) and corrected by the
-  kernel's measured-over-modelled ratio on the NEIGHBOURS nearest tuned shapes; the lowest estimate
-  wins. Where no winner has an estimate it is `measured`;
+- `cost` (DEFAULT_DISPATCH, what a tune, merge or copy writes): every kernel a tuned shape offers
+  (`offered`: its winner, and the seed-family kernels its tune timed within RUNNER_UP_SLOWDOWN of the
+  winner's time, RUNNER_UPS of them at most) that fits the shape is ranked by hgemm.cost's model,
+  fitted to every time the entries' tunes measured (`timed`) and corrected by the kernel's
+  measured-over-modelled ratio on the NEIGHBOURS nearest tuned shapes; the lowest estimate wins. Where
+  no kernel has an estimate it is `measured`;
 - `measured`: every tuned winner that fits the shape is scored by
   its measured slowdown against each of the NEIGHBOURS nearest tuned shapes' winners (alignment-aware
   distance, weighted by 1 / (1 + distance); a neighbour whose tune did not time it counts
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .candidate import Candidate, SpecError, parse_candidate
-from .cost import CostModel
+from .cost import CostModel, family_text, kernel_params
 from .files import read_user_text
 from .params import operand_shape
 from .problem import Problem
@@ -52,6 +54,13 @@ DEFAULT_DISPATCH = "cost"  # what a tune, merge or copy writes
 NEIGHBOURS = 8  # tuned shapes the measured rule averages over
 ALIGN_PENALTY = 1.0  # in log2 units of distance: as far as a factor 2 in one dimension
 UNTIMED_SLOWDOWN = 1.3  # what the measured rule assumes of a kernel a neighbour's tune did not time
+# Besides its winner, a tuned shape offers the cost rule the seed-family kernels its tune timed within
+# 10% of the winner's time, the 2 fastest such: a kernel that won a single shape is then still ranked
+# where that shape is not tuned (in hgemm.dispatch_eval's leave-one-out over the three committed tunes,
+# the cost rule's pick 1.041x the winner's time in geomean with winners alone, 1.032x with these;
+# worst 5.87x -> 2.76x: benchmarks/dispatch/loo.md). They are renders of the families, kept by name.
+RUNNER_UPS = 2
+RUNNER_UP_SLOWDOWN = 1.10
 # entries that serve their own shape only: a model's kernel (verified on its shape alone) and a pinned
 # choice (pin_library), which is a dispatch result, not a measurement to dispatch others from
 EXACT_ONLY_SOURCES = ("model", "pinned")
@@ -101,6 +110,15 @@ def timed_ratios(candidates: dict[str, dict], winner_us: float) -> dict[str, flo
             if r.get("status") == "ok" and r.get("time_us")}
 
 
+def offered(winner: str, ratios: dict[str, float]) -> list[str]:
+    """The kernels a tuned shape offers the cost rule: its winner, then the seed-family kernels its tune
+    timed at most RUNNER_UP_SLOWDOWN times the winner's time, the RUNNER_UPS fastest of them (ratios:
+    each timed kernel's time over the winner's)."""
+    runners = sorted((r, n) for n, r in ratios.items()
+                     if n != winner and r <= RUNNER_UP_SLOWDOWN and kernel_params(n) is not None)
+    return [winner] + [n for _, n in runners[:RUNNER_UPS]]
+
+
 def attach_timed(entries: dict[str, dict], results: dict | None) -> None:
     """Give every entry without `timed` the ratios its tune measured (results: the tune's bench.json)."""
     for pr in (results or {}).get("problems", []):
@@ -136,9 +154,18 @@ class Library:
         return self._cost
 
     def candidate(self, name: str) -> Candidate:
+        """The kernel as the library stores it, or, for a runner-up the cost rule ranks (`offered`), as
+        its family renders it."""
         if name not in self._candidates:
-            self._candidates[name] = parse_candidate((self.path / "kernels" / f"{name}.cu").read_text())
+            self._candidates[name] = parse_candidate(stored_text(self.path, name))
         return self._candidates[name]
+
+    def served(self) -> dict[str, str]:
+        """name -> text of every kernel the library can serve: the files under kernels/ (winners, the
+        fallback, the reference kernels the tunes timed) and the runner-ups the cost rule ranks."""
+        names = {f.stem for f in (self.path / "kernels").glob("*.cu")}
+        names |= {n for e in self.entries.values() for n in offered(e["kernel"], e.get("timed") or {})}
+        return {name: stored_text(self.path, name) for name in sorted(names)}
 
     def _family(self, problem: Problem) -> list[str]:
         """The tuned shapes that dispatch other shapes of the problem's layout."""
@@ -157,8 +184,8 @@ class Library:
         family = self._family(problem)
         near = self.neighbours(problem) if self.dispatch in ("cost", "measured") else []
         if self.dispatch == "cost":
-            winners = dict.fromkeys(sorted(self.entries[k]["kernel"] for k in family))
-            name = self.cost_model().pick([n for n in winners if runs_on(self.candidate(n), problem)], problem, near)
+            names = sorted({n for k in family for n in offered(self.entries[k]["kernel"], self.entries[k].get("timed") or {})})
+            name = self.cost_model().pick([n for n in names if runs_on(self.candidate(n), problem)], problem, near)
             if name:
                 return Choice(name, self.candidate(name), f"cost {near[0][1]}")
         if self.dispatch in ("cost", "measured"):
@@ -314,6 +341,14 @@ def owned_entries(results: dict, margin: float) -> dict[str, dict]:
     return owned
 
 
+def stored_text(folder: Path, name: str) -> str:
+    """A library kernel's text: its file, or for a runner-up the cost rule ranks (`offered`), its family's
+    render."""
+    path = folder / "kernels" / f"{name}.cu"
+    text = family_text(name) if not path.is_file() else None
+    return text if text is not None else path.read_text()
+
+
 def write_with_entries(base: str | Path, entries: dict[str, dict], kernels: dict[str, str], out_dir: str | Path) -> dict:
     """A copy of the library `base` (table.json and the kernels it names) with `entries` added, or put in
     place of its own for the same shapes; `kernels` holds their texts by kernel name. Returns the table."""
@@ -321,8 +356,7 @@ def write_with_entries(base: str | Path, entries: dict[str, dict], kernels: dict
     table = json.loads((base / "table.json").read_text())
     table["entries"] = {**table.get("entries", {}), **entries}
     names = {e["kernel"] for e in table["entries"].values()} | {table["fallback"]}
-    write_kernels(out, {name: kernels[name] if name in kernels else (base / "kernels" / f"{name}.cu").read_text()
-                        for name in sorted(names)})
+    write_kernels(out, {name: kernels[name] if name in kernels else stored_text(base, name) for name in sorted(names)})
     (out / "table.json").write_text(json.dumps(table, indent=1))
     return table
 

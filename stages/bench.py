@@ -64,16 +64,18 @@ def library_choice(library_dir: str | Path):
 
     def choose(problem: Problem):
         c = library.lookup(problem)
-        return c.name, (library.path / "kernels" / f"{c.name}.cu").read_text(), c.how
+        return c.name, c.candidate.source, c.how
 
     return choose
 
 
 def library_kernels(library_dir: str | Path) -> dict[str, str]:
-    """code identity -> kernel name for every kernel text the library holds (kernels/*.cu): a model
-    kernel found here is one of the library's own, whichever shape the library gives it."""
-    folder = Path(library_dir) / "kernels"
-    return {code_identity(f.read_text()): f.stem for f in sorted(folder.glob("*.cu"))} if folder.is_dir() else {}
+    """code identity -> kernel name for every kernel the library can serve (Library.served: its files and
+    the runner-ups its cost rule ranks): a model kernel found here is one of the library's own,
+    whichever shape the library gives it."""
+    if not (Path(library_dir) / "table.json").is_file():
+        return {}
+    return {code_identity(text): name for name, text in Library(library_dir).served().items()}
 
 
 def heldout_evaluated(samples_dir: str | Path) -> list[Problem]:

@@ -13,14 +13,15 @@ from hgemm.problem import Problem
 MMA = (ROOT / "kernels_corpus/reference/mma_sync.cu").read_text()
 
 
-def _tune(folder, measured: dict[Problem, dict[str, float]]):
-    """A tune folder: each shape's winner is its fastest timed kernel; the kernels are copies of the
-    reference kernel under the names used."""
+def _tune(folder, measured: dict[Problem, dict[str, float]], speedup: float | None = None):
+    """A tune folder: each shape's winner is its fastest timed kernel (with `speedup` over the run's
+    strongest baseline, where given); the kernels are copies of the reference kernel under the names used."""
     (folder / "kernels").mkdir(parents=True)
     names = {n for times in measured.values() for n in times}
     for name in names:
         (folder / "kernels" / f"{name}.cu").write_text(MMA.replace("hgemm_mma_sync", name))
-    entries = {p.key: {"kernel": min(t, key=t.get)} for p, t in measured.items()}
+    entries = {p.key: {"kernel": min(t, key=t.get)} | ({"speedup_vs_best": speedup} if speedup else {})
+               for p, t in measured.items()}
     (folder / "table.json").write_text(json.dumps({"fallback": "a", "entries": entries}))
     problems = [{"problem": p.to_dict(), "candidates": {n: {"status": "ok", "time_us": us} for n, us in t.items()}}
                 for p, t in measured.items()]
@@ -67,6 +68,18 @@ def test_timed_only_picks_among_the_kernels_the_left_out_shape_timed(tmp_path):
     row = next(r for r in result["rows"] if r["shape"] == probe.key)
     assert row["any"]["measured"] == {"kernel": "fast", "slowdown": None}
     assert row["timed_only"]["measured"] == {"kernel": "odd", "slowdown": 3.0}
+
+
+def test_a_shape_two_folders_tuned_keeps_the_measurements_a_merge_keeps(tmp_path):
+    # as hgemm.library.merge_libraries: the folder whose winner has the higher speedup over its run's
+    # strongest baseline, whichever comes first
+    probe = Problem(1024, 1024, 1024)
+    older = _tune(tmp_path / "older", {probe: {"slow": 20.0}}, speedup=0.5)
+    newer = _tune(tmp_path / "newer", {probe: {"fast": 10.0, "slow": 21.0}}, speedup=1.0)
+    for folders in ([older, newer], [newer, older]):
+        shapes, texts = dispatch_eval.load_shapes(folders)
+        assert [(s.winner, s.times) for s in shapes] == [("fast", {"fast": 10.0, "slow": 21.0})]
+        assert texts["fast"] == newer / "kernels" / "fast.cu"
 
 
 def test_a_folder_without_measurements_is_an_error(tmp_path, capsys):

@@ -65,6 +65,40 @@ def test_tma_kernels_are_not_dispatched_to_misaligned_shapes(tmp_path):
     assert tma_compatible(staged, Problem(8, 8, 4095)) and tma_compatible(staged, Problem(4095, 4095, 4095))
 
 
+def test_a_tuned_shape_offers_its_winner_and_its_close_family_runners_up():
+    from hgemm.library import RUNNER_UP_SLOWDOWN, RUNNER_UPS, offered
+
+    ratios = {"mma_sync_64x64x32_w2x2_s4_g8_sk8_mp": 1.0, "mma_sync_64x64x32_w2x2_s3_g8_sk8_mp": 1.01,
+              "reference_mma_pipelined": 1.02,            # no family's: the cost model cannot rank it
+              "mma_sync_128x64x32_w2x2_s4_g8_sk8_mp": 1.05, "mma_sync_16x128x64_w1x4_s3_g8_sk4_mp": 1.08,
+              "mma_sync_128x128x32_w2x4_s4_g8_sk1_mp": RUNNER_UP_SLOWDOWN + 0.01}
+    assert RUNNER_UPS == 2
+    assert offered("mma_sync_64x64x32_w2x2_s4_g8_sk8_mp", ratios) == [
+        "mma_sync_64x64x32_w2x2_s4_g8_sk8_mp", "mma_sync_64x64x32_w2x2_s3_g8_sk8_mp",
+        "mma_sync_128x64x32_w2x2_s4_g8_sk8_mp"]
+    assert offered("a_model_kernel", {}) == ["a_model_kernel"]
+
+
+def test_the_cost_dispatch_serves_a_runner_up_from_its_family_render(tmp_path):
+    """On the committed tunes, some shape no tune saw goes to a kernel that won no tuned shape: a
+    runner-up its library keeps no file of, launched as its family renders it."""
+    from hgemm.cost import family_text
+    from hgemm.library import merge_libraries
+    from hgemm.problem import load_grid
+
+    tunes = [ROOT / f for f in ("benchmarks/tune", "benchmarks/sample_tune", "benchmarks/skinny_mma/tune")]
+    merge_libraries(tunes, tmp_path)
+    lib = Library(tmp_path)
+    winners = {e["kernel"] for e in lib.entries.values()}
+    served = {lib.lookup(p).name for grid in ("heldout", "sample_heldout")
+              for p in load_grid(ROOT / "configs/grids" / f"{grid}.yaml")}
+    runners_up = served - winners
+    assert runners_up
+    for name in runners_up:
+        assert not (tmp_path / "kernels" / f"{name}.cu").exists()
+        assert lib.candidate(name).source == parse_candidate(family_text(name)).source
+
+
 def test_tune_shortlist_prefers_one_copy_and_fuller_last_waves():
     """The tune times only the shortlisted variants (hgemm.tune.shortlist), so its estimate decides what
     the GPU ever sees. Where one operand alone is refused, copying only it must rank first; on the +1

@@ -100,7 +100,7 @@ class ContrastivePrompts:
         """(text, speedup) of the dispatch library's kernel for the problem: the speedup it measured on the
         nearest tuned shape that timed it (None where none did, as for the fallback kernel)."""
         choice = self.dispatch.lookup(problem)
-        text = (self.dispatch.path / "kernels" / f"{choice.name}.cu").read_text()
+        text = choice.candidate.source
         if (budget is not None and not self._fits(text, budget)) or not self._runs_on(text, problem):
             return None
         measured = sorted((d, speedup) for key, kernels in self.library.items() for t, speedup in kernels

@@ -6,7 +6,10 @@ The model of a kernel's time on a problem is linear in a few terms its parameter
 on relative error over every kernel time the tunes recorded:
 - a constant: launch and prologue;
 - DRAM bytes: A and B read once, C written once;
-- split-K workspace bytes (mma_sync, skinny: fp32 partials written and read back);
+- split-K partial sums: workspace bytes (mma_sync, skinny: fp32 partials written and read back), and
+  the skinny tensor-core kernel's fp32 tile a CTA reduced across its cluster (with it, in
+  hgemm.dispatch_eval's leave-one-out over the pipeline's tunes, the cost rule's pick on that family's
+  42 tuned shapes takes 1.065x the winner's time in geomean, against 1.105x without);
 - the busiest SM's tensor-core work: waves of output tiles (tiles x split over the CTAs that run at
   once) x the work of one tile's share of K. This term is why a shape with few tiles and a long K wants
   split-K, and why a tile that leaves most of a last wave idle loses, which no nearby tuned shape may show;
@@ -123,7 +126,9 @@ def features(params: dict, p: Problem) -> list[float]:
         chain = skinny_mma.waits(params, p)
         # every column block's CTAs read all of the atom's rows (A's, or B's with swap) over K between them
         l2 = 2.0 * p.batch * skinny_mma.roles(params, p)[0] * p.K * skinny_mma.column_blocks(params, p)
-        return [1.0, dram, 0.0, 0.0, l2, 0.0, chain, 0.0, 0.0]
+        # a split's partial sums: each CTA's 16 x 8t fp32 tile, reduced through distributed shared memory
+        partials = 4.0 * skinny_mma.ctas(params, p) * 16 * 8 * params["t"] if params["split"] > 1 else 0.0
+        return [1.0, dram, partials, 0.0, l2, 0.0, chain, 0.0, 0.0]
     if "bm" not in params:  # skinny: mt output rows a warp, split over K with fp32 atomics
         partials = 4 * p.batch * p.M * p.N * split if split > 1 else 0
         rows = _cdiv(p.M, params["mt"]) * p.batch * split

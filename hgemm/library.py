@@ -57,8 +57,8 @@ UNTIMED_SLOWDOWN = 1.3  # what the measured rule assumes of a kernel a neighbour
 # Besides its winner, a tuned shape offers the cost rule the seed-family kernels its tune timed within
 # 10% of the winner's time, the 2 fastest such: a kernel that won a single shape is then still ranked
 # where that shape is not tuned (in hgemm.dispatch_eval's leave-one-out over the three committed tunes,
-# the cost rule's pick 1.041x the winner's time in geomean with winners alone, 1.032x with these;
-# worst 5.87x -> 2.76x: benchmarks/dispatch/loo.md). They are renders of the families, kept by name.
+# the cost rule's pick 1.038x the winner's time in geomean with winners alone, 1.027x with these;
+# worst 5.87x -> 2.56x: benchmarks/dispatch/README.md). They are renders of the families, kept by name.
 RUNNER_UPS = 2
 RUNNER_UP_SLOWDOWN = 1.10
 # entries that serve their own shape only: a model's kernel (verified on its shape alone) and a pinned

@@ -87,6 +87,9 @@ def test_a_skinny_tensor_core_kernel_counts_its_rounds_of_loads_and_reads_a_once
     assert x[l2] == 2 * 16 * 14336 * 128
     two = kernel_params("skinny_mma_w8_t4_u2_s2")   # one CTA an SM: two waves of 7 rounds
     assert skinny_mma.min_blocks(two) == 1 and features(two, p)[chain] == 2 * 7
+    # the cluster's reduction: each of the 256 CTAs' 16 x 32 fp32 partial sums; none without a split
+    split = FEATURES.index("split_bytes")
+    assert x[split] == 256 * 16 * 32 * 4 and features(kernel_params("skinny_mma_w8_t4_u1_s1"), p)[split] == 0
 
 
 def test_a_swapped_skinny_tensor_core_kernel_streams_a_and_reads_b_once_a_block_of_a_rows():

@@ -453,7 +453,8 @@ def _small_k_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int,
     launch spec gives, a warp's 32 lanes at a time: the warp's phase and columns, B's fragments in slot
     order for the columns column() names, A's vectors of each row group, the m16n8k16 atom per the PTX
     fragment layouts and the stores, C starting c_elem elements into an aligned allocation. Every vector
-    store is asserted aligned and every element of C stored once. Returns C and the vector stores."""
+    store is asserted aligned and every element of C stored once. Returns C, the vector stores and the
+    column blocks some warp walked rows in."""
     kmax, u = p["kmax"], p["u"]
     grid, block, _, _ = parse_candidate(small_k_mma.render(p)).spec.launch_dims(
         dict(M=M, N=N, K=K, batch=batch, num_sms=132))
@@ -462,13 +463,13 @@ def _small_k_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int,
     g, q = lanes // 4, lanes % 4
     C = np.full((batch, M, N), np.nan)
     stores = np.zeros((batch, M, N), dtype=int)
-    whole = 0
+    whole, walked = 0, set()
     steps_k = kmax // 16
     s_idx, p_idx, e_idx = np.meshgrid(np.arange(steps_k), np.arange(2), np.arange(2), indexing="ij")
     for bz, by, bx, warp in itertools.product(range(grid[2]), range(grid[1]), range(grid[0]), range(8)):
         a_mat, b_mat = A[bz], B[bz]
         phase = (c_elem + (bz * M + warp) * N) % 8
-        cs = (8 - phase) % 8 - 8 + 64 * bx
+        cs = 64 * bx - phase
         step, first = 8 * grid[1], warp + 8 * by
         # the CTA's shared block: bs[k][j] = B[k][block_col + j] for 72 columns, one formula for all warps
         block_col = 64 * bx - 8
@@ -479,13 +480,16 @@ def _small_k_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int,
         bs = np.where(ok, b_mat[kc, ccc] if layout == "NN" else b_mat[ccc, kc], 0.0)
         # bf[lane, t, s, p, e] = bs[k][off + column(t, g)], k = (kmax/4) q + 4s + 2p + e: B[k][cs + column]
         off = cs - block_col
-        assert 0 <= off < 8
+        assert 1 <= off <= 8
+        if cs >= N:  # the last column block, for rows whose phase shifts them: no work
+            continue
         bf = np.zeros((32, 8, steps_k, 2, 2))
         for t in range(8):
             col = off + np.array([_skinny_mma_column("NN", t, gg) for gg in g])
             k = (kmax // 4) * q[:, None, None, None] + 4 * s_idx + 2 * p_idx + e_idx
             bf[:, t] = bs[k, np.broadcast_to(col[:, None, None, None], k.shape)]
         for r0 in range(first, M, 16 * step * u):
+            walked.add(bx)
             for uu in range(u):
                 base = r0 + 16 * step * uu
                 rows = base + step * np.arange(16)
@@ -524,7 +528,7 @@ def _small_k_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int,
                                     C[bz, r, col + e] = v[e]
                                     stores[bz, r, col + e] += 1
     assert (stores == 1).all()
-    return C, whole
+    return C, whole, walked
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
@@ -533,6 +537,7 @@ def _small_k_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int,
     (dict(kmax=64, u=2), (300, 70, 64, 1), 3),     # C starting off its alignment, whole K, two row CTAs' groups
     (dict(kmax=64, u=4), (19, 5, 33, 3), 0),       # N < 8: chunks straddle both row ends; batch
     (dict(kmax=32, u=2), (1, 130, 32, 1), 5),      # one row, three column blocks
+    (dict(kmax=32, u=1), (40, 256, 17, 2), 0),     # every row aligned: no head chunk, the fifth block idle
 ])
 def test_small_k_mma_fragments_and_stores_compute_a_times_b_with_aligned_vectors(params, shape, layout, c_elem):
     M, N, K, batch = shape
@@ -540,10 +545,12 @@ def test_small_k_mma_fragments_and_stores_compute_a_times_b_with_aligned_vectors
     rng = np.random.default_rng(2)
     A = rng.integers(-3, 4, (batch, M, K)).astype(np.float64)   # small integers: the sums are exact
     B = rng.integers(-3, 4, (batch, K, N) if layout == "NN" else (batch, N, K)).astype(np.float64)
-    C, whole = _small_k_mma_model(p, layout, M, N, K, batch, A, B, c_elem)
+    C, whole, walked = _small_k_mma_model(p, layout, M, N, K, batch, A, B, c_elem)
     np.testing.assert_array_equal(C, A @ (B if layout == "NN" else B.transpose(0, 2, 1)))
-    # the vector stores carry all but each row's two straddling chunks
+    # the vector stores carry all but each row's two straddling chunks, and all of it on aligned rows
     assert N < 16 or whole >= batch * M * (N // 8 - 1)
+    # on aligned rows no head chunk shifts the columns: the grid's extra column block walks no rows
+    assert len(walked) == -(-N // 64) or N % 8 or c_elem % 8
 
 
 def test_small_k_mma_applies_at_the_smallest_kmax_that_holds_k():

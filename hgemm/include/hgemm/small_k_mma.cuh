@@ -9,8 +9,9 @@
 // through m16n8k16 atoms, storing every row's 8 consecutive columns a lane as one aligned vector.
 //
 //   SmallKMma<KMAX, U>: warp w of a CTA takes the rows r = w (mod 8) of its batch entry, as SmallK
-//     does: their starts share one offset mod 8 in C's allocation, so the warp fixes its columns once
-//     (cs = c0 - 8 + 64x, c0 the row's first 16-byte aligned column). An mma row group is 16 such rows,
+//     does: their starts share one offset mod 8 in C's allocation (the phase), so the warp fixes its
+//     columns once (cs = 64x - phase: the 16-byte aligned column at or before the row's start, each
+//     chunk cs + 8j aligned; a warp whose columns start past N has no work). An mma row group is 16 such rows,
 //     8 * gridDim.y apart. B's columns are loaded in the order that leaves each lane holding 8
 //     consecutive columns of C (hgemm::spread_column, as skinny_mma.cuh's NN path), and A's k in the order that
 //     lets a lane's 16-byte vectors of a row be its fragments as loaded: k = (KMAX/4)*q + 4*s + 2*p + e
@@ -163,13 +164,14 @@ struct SmallKMma {
     // The offset mod 8, in elements of the allocation, of the start of every row this warp takes.
     const long long c_elem = static_cast<long long>(reinterpret_cast<uintptr_t>(C) / sizeof(__half));
     const int phase = static_cast<int>((c_elem + (b * M + warp) * N) % 8);
-    const int cs = (8 - phase) % 8 - 8 + BN * static_cast<int>(blockIdx.x);   // may be < 0: the row's head
+    const int cs = BN * static_cast<int>(blockIdx.x) - phase;   // < 0: the row's head chunk, 8 - phase in range
     const int step = WARPS * gridDim.y;   // rows of a group are `step` apart: a multiple of 8
     const int first = warp + WARPS * static_cast<int>(blockIdx.y);
 
     if (K > KMAX) {
       // Past what the family serves: correct and slow, each of a lane's 32 values a dot product over K
       // on CUDA cores, k in sequence, in the accumulator layout the stores take.
+      if (cs >= N) return;
 #pragma unroll 1
       for (int base = first; base < M; base += 16 * step) {
         const int rg = base + step * g, rg8 = base + step * (g + 8);
@@ -225,7 +227,7 @@ struct SmallKMma {
       bs[at.x][at.y] = staged[j];
     }
     __syncthreads();
-    const int off = cs - block_col;   // (8 - phase) % 8: 0..7
+    const int off = cs - block_col;   // 8 - phase: 1..8
     uint32_t bf[T][STEPS][2];
 #pragma unroll
     for (int t = 0; t < T; ++t)
@@ -236,6 +238,7 @@ struct SmallKMma {
           const int col = off + column(t, g);
           bf[t][s][p] = bs[slot_k(q, s, p, 0)][col] | uint32_t(bs[slot_k(q, s, p, 1)][col]) << 16;
         }
+    if (cs >= N) return;   // the grid's last column block, for rows whose phase shifts their columns
     if (vec) walk<true>(Ab, Cb, M, K, N, cs, first, step, g, q, bf, a);
     else walk<false>(Ab, Cb, M, K, N, cs, first, step, g, q, bf, a);
     (void)batch;

@@ -39,6 +39,10 @@ struct SmallKMma {
   static constexpr int T = 8;               // n8 tiles: 64 columns a CTA
   static constexpr int BN = 8 * T;
   static constexpr int BW = BN + 8;         // columns of B a CTA stages: every warp's 64 at its phase
+  // The staged block's row pitch in halves: a fragment read's four lane columns q take rows KMAX/4
+  // apart, which at 72 fall four to a bank (two at 74), and TN's staging stores, a column's k by
+  // consecutive threads, four to a bank (none at 74).
+  static constexpr int PITCH = BW + 2;
   static constexpr int STEPS = KMAX / 16;   // mma k16 steps
   static constexpr int WORDS = KMAX / 8;    // 32-bit registers of a row's k a lane: KMAX/4 halves
   static_assert(KMAX == 32 || KMAX == 64, "K up to 32 or 64: B's fragments live in registers");
@@ -213,7 +217,7 @@ struct SmallKMma {
     // out DRAM's latency LOADS times, which on a CTA with one row group to walk is most of its life.
     constexpr int LOADS = KMAX * BW / NT;
     static_assert(KMAX * BW % NT == 0, "the staged block splits evenly over the threads");
-    __shared__ unsigned short bs[KMAX][BW];
+    __shared__ unsigned short bs[KMAX][PITCH];
     const int block_col = BN * static_cast<int>(blockIdx.x) - 8;
     unsigned short staged[LOADS];
 #pragma unroll
@@ -227,6 +231,7 @@ struct SmallKMma {
       bs[at.x][at.y] = staged[j];
     }
     __syncthreads();
+    if (cs >= N) return;   // the grid's last column block, for rows whose phase shifts their columns
     const int off = cs - block_col;   // 8 - phase: 1..8
     uint32_t bf[T][STEPS][2];
 #pragma unroll
@@ -238,7 +243,6 @@ struct SmallKMma {
           const int col = off + column(t, g);
           bf[t][s][p] = bs[slot_k(q, s, p, 0)][col] | uint32_t(bs[slot_k(q, s, p, 1)][col]) << 16;
         }
-    if (cs >= N) return;   // the grid's last column block, for rows whose phase shifts their columns
     if (vec) walk<true>(Ab, Cb, M, K, N, cs, first, step, g, q, bf, a);
     else walk<false>(Ab, Cb, M, K, N, cs, first, step, g, q, bf, a);
     (void)batch;

@@ -11,8 +11,8 @@
 //   SmallKMma<KMAX, U>: warp w of a CTA takes the rows r = w (mod 8) of its batch entry, as SmallK
 //     does: their starts share one offset mod 8 in C's allocation (the phase), so the warp fixes its
 //     columns once (cs = 64x - phase: the 16-byte aligned column at or before the row's start, each
-//     chunk cs + 8j aligned; a warp whose columns start past N has no work). An mma row group is 16 such rows,
-//     8 * gridDim.y apart. B's columns are loaded in the order that leaves each lane holding 8
+//     chunk cs + 8j aligned; a warp whose columns start past N has no work). An mma row group is 16
+//     such rows, 8 * gridDim.y apart. B's columns are loaded in the order that leaves each lane holding 8
 //     consecutive columns of C (hgemm::spread_column, as skinny_mma.cuh's NN path), and A's k in the order that
 //     lets a lane's 16-byte vectors of a row be its fragments as loaded: k = (KMAX/4)*q + 4*s + 2*p + e
 //     for lane % 4 = q, step s, register p, half e, B's registers in the same order. U row groups a

@@ -31,7 +31,7 @@ from pathlib import Path
 from hgemm.bench import run_bench
 from hgemm.candidate import code_identity
 from hgemm.entry import EvalOptions
-from hgemm.library import Library
+from hgemm.library import Library, dispatch_library
 from hgemm.problem import GridError, Problem, load_grid, select_problems
 from hgemm.report.tables import before_after, before_after_rows, before_after_table, heldout_rows, heldout_table
 from hgemm.summary import geomean, markdown, measurably_faster
@@ -73,9 +73,8 @@ def library_kernels(library_dir: str | Path) -> dict[str, str]:
     """code identity -> kernel name for every kernel the library can serve (Library.served: its files and
     the runner-ups its cost rule ranks): a model kernel found here is one of the library's own,
     whichever shape the library gives it."""
-    if not (Path(library_dir) / "table.json").is_file():
-        return {}
-    return {code_identity(text): name for name, text in Library(library_dir).served().items()}
+    library = dispatch_library(library_dir)
+    return {code_identity(text): name for name, text in library.served().items()} if library else {}
 
 
 def heldout_evaluated(samples_dir: str | Path) -> list[Problem]:

@@ -23,7 +23,7 @@ from .library import DEFAULT_DISPATCH, DISPATCH_RULES, Library, merge_libraries,
 from .pool import compile_all, visible_gpus
 from .problem import GridError, Problem, load_grid, select_problems
 from .summary import goals_markdown, libraries_markdown, markdown
-from .tune import seed_state, tune
+from .tune import DEFAULT_TILES, DEFAULT_TOP, seed_state, tune
 
 
 def user_error(what: str) -> SystemExit:
@@ -131,7 +131,7 @@ def cmd_merge(args) -> int:
     for path in args.libraries:
         _require_library(path)
     try:
-        table = merge_libraries(args.libraries, args.out, dispatch=args.dispatch)
+        table = merge_libraries(args.libraries, args.out, dispatch=args.dispatch, autotune=args.autotune)
     except (ValueError, OSError, KeyError) as e:  # clashing kernels, a kernel file the table names missing
         raise user_error(f"merge: {e}") from None
     sources = Counter(e["from"] for e in table["entries"].values())
@@ -143,8 +143,29 @@ def cmd_pin(args) -> int:
     """A library's choices on a grid as exact entries (hgemm.library.pin_library)."""
     _require_library(args.library)
     problems = select_problems(load_grid(args.grid), args.classes, 0, where=args.grid)
+    choose = None
+    if args.autotune:
+        if not visible_gpus():
+            raise user_error("pin --autotune needs a GPU: it times kernels to choose among them")
+        from . import autotune, ops  # torch's CUDA path and the driver bindings: only here
+
+        lib = Library(args.library)
+        # every shape's candidates compiled at once, in parallel, before the searches time them
+        autotune.compile_all([(ch, p.layout) for p in problems
+                              for ch in autotune.candidates(lib, p, lib.lookup(p), args.autotune)])
+
+        def choose(lib: Library, problem: Problem):
+            first = lib.lookup(problem)
+            choice, found = ops.autotuned(lib, problem, first, args.autotune)
+            times = {n: t for n, t in found.items() if isinstance(t, float)}
+            dropped = len(found) - len(times)
+            print(f"{problem.key}: {choice.name} {times.get(choice.name, float('nan')):.1f} us, the rule's pick "
+                  f"{first.name} {times.get(first.name, float('nan')):.1f} us, of {len(found)} searched"
+                  + (f" ({dropped} dropped: {'; '.join(str(t) for t in found.values() if not isinstance(t, float))})"
+                     if dropped else ""), flush=True)
+            return choice
     try:
-        table = pin_library(args.library, problems, args.out)
+        table = pin_library(args.library, problems, args.out, choose)
     except (ValueError, OSError, KeyError) as e:  # a kernel file the table names missing, a bad table
         raise user_error(f"pin: {e}") from None
     hows = Counter(table["entries"][p.key]["how"].split()[0] for p in problems)
@@ -154,6 +175,9 @@ def cmd_pin(args) -> int:
 
 def cmd_tune(args) -> int:
     problems, options = _problems_and_options(args)
+    for path in (args.beside, args.rank_by):
+        if path:
+            _require_library(path)
     if not visible_gpus():
         # on a CPU a tune compiles every shortlisted variant for minutes and then keeps none: say so at once
         raise user_error("tune needs a GPU: it keeps the fastest verified kernel, and no GPU is visible "
@@ -166,7 +190,8 @@ def cmd_tune(args) -> int:
             raise user_error(f"--resume-from {args.resume_from}: not a tune folder to resume from ({e})") from None
         print(f"{seeded} shapes' results from {args.resume_from} (reused where today's settings match)")
     table = tune(problems, args.out, options, args.tiles, args.arch, state_dir=state_dir,
-                 max_seconds=args.max_seconds, beside=Library(args.beside) if args.beside else None)
+                 max_seconds=args.max_seconds, beside=Library(args.beside) if args.beside else None,
+                 ranked_by=Library(args.rank_by) if args.rank_by else None, top=args.top)
     print((Path(args.out) / "summary.md").read_text())
     print(f"{len(table['entries'])} of {len(problems)} shapes have a verified kernel; table in {args.out}/table.json")
     if table["pending"]:
@@ -254,8 +279,13 @@ def main(argv: list[str] | None = None) -> int:
 
     t = sub.add_parser("tune", help="time the seed families per shape; write the dispatch table and winners")
     t.add_argument("--out", required=True, help="library folder: table.json, kernels/, bench.json, summary.md")
-    t.add_argument("--tiles", type=_int_at_least(1), default=5,
+    t.add_argument("--tiles", type=_int_at_least(1), default=DEFAULT_TILES,
                    help="distinct tile shapes per family and shape to time")
+    t.add_argument("--rank-by", dest="rank_by", default=None, metavar="LIBRARY",
+                   help="a tuned library folder whose cost model picks each shape's shortlist (its --top "
+                        "fastest estimates over every family's tile shapes) in place of --tiles a family")
+    t.add_argument("--top", type=_int_at_least(1), default=DEFAULT_TOP,
+                   help="with --rank-by: the variants a shape times")
     t.add_argument("--resume", action="store_true",
                    help="save each shape's result in OUT/progress and skip shapes saved under the same settings")
     t.add_argument("--resume-from", dest="resume_from", default=None, metavar="FOLDER",
@@ -274,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--out", required=True, help="folder for the merged table.json and kernels/")
     g.add_argument("--dispatch", choices=DISPATCH_RULES, default=DEFAULT_DISPATCH,
                    help="how the library serves shapes it has no entry for (hgemm.library)")
+    g.add_argument("--autotune", type=_int_at_least(0), default=0, metavar="K",
+                   help="hgemm.matmul times the dispatch rule's pick beside the cost model's first K kernels at "
+                        "a shape's first call, and keeps the fastest (0: the pick alone; hgemm.autotune)")
     g.set_defaults(fn=cmd_merge)
 
     n = sub.add_parser("pin", help="a copy of a library with its choice for every shape of a grid fixed as an exact "
@@ -282,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("--grid", required=True, help="grid YAML (see configs/grids/)")
     n.add_argument("--classes", nargs="+", help="only these shape classes of the grid")
     n.add_argument("--out", required=True, help="folder for the pinned table.json and kernels/")
+    n.add_argument("--autotune", type=_int_at_least(0), default=0, metavar="K",
+                   help="pin what hgemm.matmul's first-call search over the dispatch rule's pick and the cost "
+                        "model's first K kernels chooses on this GPU (hgemm.autotune), not the rule's pick")
     n.set_defaults(fn=cmd_pin)
 
     m = sub.add_parser("summarize", help="the Markdown summary (or the library's per-class goals) of an existing results JSON")

@@ -29,6 +29,7 @@ import copy
 import json
 import math
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 from .candidate import Candidate, SpecError, parse_candidate
@@ -134,6 +135,7 @@ class Library:
         self.entries: dict[str, dict] = table.get("entries", {})
         self.fallback: str = table["fallback"]
         self.dispatch: str = table.get("dispatch", "nearest")
+        self.autotune: int = int(table.get("autotune", 0))  # hgemm.autotune's search width; 0: none
         if self.dispatch not in DISPATCH_RULES:
             raise ValueError(f"{self.path}: dispatch {self.dispatch!r} is not one of {', '.join(DISPATCH_RULES)}")
         self._candidates: dict[str, Candidate] = {}
@@ -272,14 +274,15 @@ def write_kernels(out_dir: Path, texts: dict[str, str]) -> None:
 
 
 def merge_libraries(folders: list[str | Path], out_dir: str | Path, dispatch: str = DEFAULT_DISPATCH,
-                    results: list[dict | None] | None = None) -> dict:
+                    results: list[dict | None] | None = None, autotune: int = 0) -> dict:
     """One library from several tune folders: every tuned shape of any of them, and where two tuned the
     same shape, the entry with the higher speedup over its run's strongest baseline (each run measures
     its own baselines, so the ratio, not the time, is compared); each entry says which folder it came
     from (`from`) and what its tune timed on its shape (`timed`, from the folder's bench.json where it has
     one), and unseen shapes go by `dispatch`. The fallback, the environment and the arch are the first
     folder's. `results`: the folders' tune results where the caller has read them already (else read
-    here). Writes table.json and kernels/ (the entries' kernels, their timed reference kernels and the fallback; nothing else)
+    here). `autotune`: how many of the cost model's kernels hgemm.matmul times beside the dispatch rule's
+    pick at the first call on a shape without an entry (0: none; hgemm.autotune). Writes table.json and kernels/ (the entries' kernels, their timed reference kernels and the fallback; nothing else)
     under out_dir; returns the table."""
     if not folders:
         raise ValueError("merge needs at least one library folder")
@@ -299,6 +302,8 @@ def merge_libraries(folders: list[str | Path], out_dir: str | Path, dispatch: st
               "entries": dict(sorted(entries.items())), "fallback": first["fallback"], "dispatch": dispatch,
               "merged_from": [str(f) for f, _ in tables],
               "pending": sorted({k for _, t in tables for k in t.get("pending", [])} - set(entries))}
+    if autotune:
+        merged["autotune"] = autotune
     texts: dict[str, str] = {}
 
     def take(folder: Path, name: str, required: bool = True) -> None:
@@ -349,27 +354,34 @@ def stored_text(folder: Path, name: str) -> str:
     return text if text is not None else path.read_text()
 
 
-def write_with_entries(base: str | Path, entries: dict[str, dict], kernels: dict[str, str], out_dir: str | Path) -> dict:
+def write_with_entries(base: str | Path, entries: dict[str, dict], kernels: dict[str, str], out_dir: str | Path,
+                       autotune: int | None = None) -> dict:
     """A copy of the library `base` (table.json and the kernels it names) with `entries` added, or put in
-    place of its own for the same shapes; `kernels` holds their texts by kernel name. Returns the table."""
+    place of its own for the same shapes; `kernels` holds their texts by kernel name; `autotune`, where
+    given, the copy's first-call search width (merge_libraries). Returns the table."""
     base, out = Path(base), Path(out_dir)
     table = json.loads((base / "table.json").read_text())
     table["entries"] = {**table.get("entries", {}), **entries}
+    if autotune is not None:
+        table.pop("autotune", None)
+        table |= {"autotune": autotune} if autotune else {}
     names = {e["kernel"] for e in table["entries"].values()} | {table["fallback"]}
     write_kernels(out, {name: kernels[name] if name in kernels else stored_text(base, name) for name in sorted(names)})
     (out / "table.json").write_text(json.dumps(table, indent=1))
     return table
 
 
-def pin_library(folder: str | Path, problems: list[Problem], out_dir: str | Path) -> dict:
+def pin_library(folder: str | Path, problems: list[Problem], out_dir: str | Path,
+                choose: Callable[[Library, Problem], Choice] | None = None) -> dict:
     """A copy of the library `folder` whose choice for each of `problems`, as its dispatch makes it
     today, is fixed as an exact entry (source "pinned", with how it was chosen). Benched beside the same
     library after its dispatch rule changed, it puts the old rule's choices in the same run as the new
-    one's (`hgemm pin`). Returns the table."""
+    one's (`hgemm pin`). `choose(library, problem)` in place of the dispatch rule (hgemm.ops.autotuned's
+    first-call search, say). Returns the table."""
     lib = Library(folder)
     entries = {}
     for problem in problems:
-        choice = lib.lookup(problem)
+        choice = choose(lib, problem) if choose else lib.lookup(problem)
         entries[problem.key] = {"kernel": choice.name, "source": "pinned", "how": choice.how}
     return write_with_entries(folder, entries, {}, out_dir)
 

@@ -3,7 +3,9 @@
 The library's kernels launch on torch's current stream, so the op orders with the caller's work on any
 stream, records into CUDA graphs (compile and load once, outside capture, by calling it once first),
 and is opaque to torch.compile through its fake implementation; its gradient is two more calls of it. Dispatch is decided once per
-(library, shape, layout) and cached with the loaded kernel: a call packs parameters and launches.
+(library, shape, layout) and cached with the loaded kernel: a call packs parameters and launches. A
+library that sets `autotune` decides a shape it has no entry for by timing a few kernels at the first
+call (hgemm.autotune).
 
 Inputs the kernels do not take (not fp16, not CUDA, not 2-D/3-D of one rank, a B that is neither
 contiguous nor a transposed contiguous tensor) run torch.matmul instead, logged once per reason; a
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from . import autotune
 from .compile import compile_candidate
 from .library import DEFAULT_LIBRARY, Choice, Library
 from .params import driver_param_layout, gemm_param_buffer, workspace_to_zero
@@ -114,22 +117,50 @@ def dispatch(library: str, problem: Problem) -> Choice:
 
 def _dispatched(library: str, problem: Problem) -> tuple[Choice, StreamKernel | None, tuple | None]:
     """(choice, loaded kernel, (grid, block, smem, workspace bytes)), decided once per shape; no kernel
-    and no launch dimensions without a GPU."""
+    and no launch dimensions without a GPU. A library that sets `autotune` has its choice for a shape
+    it has no entry for searched at the first eager call (hgemm.autotune); a first call under CUDA-graph
+    capture takes the dispatch rule's pick and leaves the search, and the cached decision, to the next."""
     key = (library, problem.key)
     hit = _choices.get(key)
     if hit is None:
         with _lock:
             hit = _choices.get(key)
             if hit is None:
-                choice = _library(library).lookup(problem)
-                kernel = dims = None
-                if torch.cuda.is_available():
-                    kernel = _kernel(choice, problem.layout)
-                    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-                    dims = choice.candidate.spec.launch_dims(problem.variables() | {"num_sms": sms})
-                    kernel.prepare_smem(dims[2])
-                hit = _choices[key] = (choice, kernel, dims)
+                lib = _library(library)
+                choice = lib.lookup(problem)
+                if not torch.cuda.is_available():
+                    hit = _choices[key] = (choice, None, None)
+                    return hit
+                if lib.autotune and choice.how != "exact":
+                    if torch.cuda.is_current_stream_capturing():
+                        return (choice, *_loaded(choice, problem))
+                    choice = autotuned(lib, problem, choice, lib.autotune)[0]
+                hit = _choices[key] = (choice, *_loaded(choice, problem))
     return hit
+
+
+def autotuned(lib: Library, problem: Problem, first: Choice, top: int) -> tuple[Choice, dict]:
+    """The fastest verified of the dispatch rule's pick `first` and the cost model's first `top` kernels,
+    timed on scratch inputs of the problem (hgemm.autotune), and per kernel its µs or why it was dropped."""
+    choices = autotune.candidates(lib, problem, first, top)
+
+    def launcher(choice: Choice):
+        kernel, dims = _loaded(choice, problem)
+        return lambda a, b, c: _launch(choice, kernel, dims, problem, a, b, c)
+
+    best, found = autotune.pick(problem, choices, launcher, torch.device("cuda", torch.cuda.current_device()))
+    log.info("hgemm.matmul autotuned %s: %s of %s", problem.key, best.name,
+             ", ".join(f"{n} {t:.1f} us" if isinstance(t, float) else f"{n} {t}" for n, t in found.items()))
+    return best, found
+
+
+def _loaded(choice: Choice, problem: Problem) -> tuple[StreamKernel, tuple]:
+    """The choice's kernel loaded and its launch dimensions for the problem on this GPU."""
+    kernel = _kernel(choice, problem.layout)
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    dims = choice.candidate.spec.launch_dims(problem.variables() | {"num_sms": sms})
+    kernel.prepare_smem(dims[2])
+    return kernel, dims
 
 
 def _kernel(choice: Choice, layout: str) -> StreamKernel:
@@ -201,20 +232,27 @@ def _run(A: torch.Tensor, B: torch.Tensor, library: str, out: torch.Tensor) -> N
         torch.matmul(A, B, out=out)
         return
     p = ops.problem
-    choice, kernel, (grid, block, smem, ws_bytes) = _dispatched(library, p)
+    choice, kernel, dims = _dispatched(library, p)
     c = out.unsqueeze(0) if out.dim() == 2 else out
     if not c.is_contiguous():
         _say_once("out is not contiguous")
         torch.matmul(A, B, out=out)
         return
+    _launch(choice, kernel, dims, p, ops.a, ops.b, c)
+
+
+def _launch(choice: Choice, kernel: StreamKernel, dims: tuple, p: Problem, a: torch.Tensor, b: torch.Tensor,
+            c: torch.Tensor) -> None:
+    """One launch on the current stream: a, b and c as the kernels take them (3-D, contiguous storage)."""
+    grid, block, smem, ws_bytes = dims
     kernel.make_current()
-    ws = torch.empty(ws_bytes, dtype=torch.uint8, device=A.device) if ws_bytes else None
+    ws = torch.empty(ws_bytes, dtype=torch.uint8, device=a.device) if ws_bytes else None
     if ws is not None:
         zero = workspace_to_zero(choice.candidate.spec, p, ws)
         if zero is not None and zero.numel():
             zero.zero_()  # the harness's contract (the staged copies at its start are overwritten whole)
-    params = gemm_param_buffer(choice.candidate.spec, p, ops.a, ops.b, c, ws, kernel.param_layout)
-    kernel.launch(grid, block, params, smem, torch.cuda.current_stream(A.device).cuda_stream)
+    params = gemm_param_buffer(choice.candidate.spec, p, a, b, c, ws, kernel.param_layout)
+    kernel.launch(grid, block, params, smem, torch.cuda.current_stream(a.device).cuda_stream)
 
 
 @torch.library.custom_op("hgemm::matmul", mutates_args=())

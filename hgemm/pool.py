@@ -28,6 +28,9 @@ from .entry import Entry, EvalOptions, compile_entry
 from .problem import Problem
 
 ALIVE_EVERY_S = 1.0
+# A job whose worker died or hung before beginning it goes back to the queue whole this many times; the
+# worker may have been on its way out (a harness error ends it) when the job was handed over
+MAX_LOST_STARTS = 2
 
 
 def visible_gpus() -> list[int]:
@@ -121,6 +124,7 @@ class _JobState:
     task: object = None  # a TaskProblem's task (kernels_corpus.tasks.base.KernelTask)
     final: dict = field(default_factory=dict)  # name -> result fixed by the supervisor (timeout/crash)
     verified: dict = field(default_factory=dict)
+    lost_starts: int = 0  # workers that died or hung holding the job before they began it
 
 
 @dataclass
@@ -133,6 +137,7 @@ class _Worker:
     current: int = -1
     last_seen: float = 0.0
     ready: bool = False
+    exiting: bool = False  # reported a harness error, after which the worker process ends: no new job
 
 
 class EvaluationPool:
@@ -195,6 +200,16 @@ class EvaluationPool:
         job = w.job
         if job is None:
             return None
+        if w.phase == "verify" and w.current < 0:
+            # nothing of the job had begun, so nothing in it is to blame: it goes back whole, up to
+            # MAX_LOST_STARTS times, and after that every kernel of it is classified
+            job.lost_starts += 1
+            if job.lost_starts <= MAX_LOST_STARTS:
+                return job
+            note = f"{status} before the job began, {job.lost_starts} workers in a row (worker on GPU {w.gpu} replaced)"
+            job.final.update({e.name: {"status": status, "error": note} for e in job.entries if e.name not in job.final})
+            job.entries, job.verified = [], {}
+            return job
         reason = f"{status} while {'verifying' if w.phase == 'verify' else 'timing'} (worker on GPU {w.gpu} replaced)"
         if w.phase == "verify" and 0 <= w.current < len(job.entries):
             culprit = job.entries[w.current]
@@ -221,7 +236,7 @@ class EvaluationPool:
         done = 0
         while done < len(jobs):
             for wid, w in list(self.workers.items()):
-                if w.ready and w.job is None and pending:
+                if w.ready and not w.exiting and w.job is None and pending:
                     job = pending.popleft()
                     if not job.entries:  # everything was classified by the supervisor
                         results[job.index] = {"problem": job.problem.to_dict(), "candidates": dict(job.final)}
@@ -252,6 +267,7 @@ class EvaluationPool:
                     if kind == "done":
                         res = payload["result"]
                     else:
+                        w.exiting = True  # _worker_main returns after a harness error; replaced once it has
                         res = {"problem": job.problem.to_dict(), "harness_error": payload["error"],
                                "candidates": {e.name: {"status": "harness_error", "error": payload["error"][-2000:]}
                                               for e in job.entries}}
@@ -274,6 +290,6 @@ class EvaluationPool:
                     if job is not None:
                         pending.appendleft(job)
                     self._replace(wid)
-                elif dead:
+                elif dead or (w.exiting and now - w.last_seen > self.verify_timeout_s):
                     self._replace(wid)
         return results  # type: ignore[return-value]

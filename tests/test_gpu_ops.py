@@ -107,3 +107,25 @@ def test_from_a_thread_without_a_current_context(shape):
     worker.join()
     assert "error" not in result, result.get("error")
     assert close(result["c"], a, b)
+
+
+@pytest.mark.parametrize("shape", [(1000, 3001, 515, 1, "TN"), (2688, 5, 64, 1, "NN"), (96, 250, 250, 40, "NN")],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_a_library_that_autotunes_serves_the_fastest_verified_of_its_search(tmp_path, shape):
+    """A shape the library has no entry for: the first call times the rule's pick and the cost model's
+    first 4 kernels, every later call launches the kernel it kept, and the product is right."""
+    from hgemm import autotune, ops
+    from hgemm.library import Library, merge_libraries
+    from hgemm.problem import Problem
+
+    merge_libraries([LIBRARY], tmp_path, autotune=4)
+    gen = torch.Generator("cuda").manual_seed(6)
+    a, b = operands(*shape, gen)
+    assert close(hgemm.matmul(a, b, library=tmp_path), a, b)
+    p = Problem(*shape)
+    lib = Library(tmp_path)
+    searched = [c.name for c in autotune.candidates(lib, p, lib.lookup(p), 4)]
+    kept = ops.dispatch(str(tmp_path), p)
+    assert kept.name in searched and ops.dispatch(str(tmp_path), p) is kept  # decided once
+    a2, b2 = operands(*shape, gen)
+    assert close(hgemm.matmul(a2, b2, library=tmp_path), a2, b2)

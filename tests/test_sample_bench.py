@@ -290,3 +290,7 @@ def test_library_stage_gives_the_model_the_shapes_it_won_by_the_margin(tmp_path)
     assert json.loads((out / "metrics.json").read_text())["model_owned"] == []
     assert "owns no shape" in (out / "owned.md").read_text()
     assert sorted(p.name for p in (out / "kernels").iterdir()) == ["naive_fallback.cu"]
+    # the configured first-call search width goes into the table hgemm.matmul reads; 0 leaves it out
+    assert Library(out).autotune == 8
+    assert library_stage.main(argv + ["--set", "autotune=0"]) == 0
+    assert Library(out).autotune == 0 and "autotune" not in json.loads((out / "table.json").read_text())

@@ -1,0 +1,156 @@
+"""First-call search for `hgemm.matmul`: on a shape its library has no entry for, time the dispatch
+rule's pick and the cost model's next best kernels once, on the GPU, and keep the fastest that
+verifies.
+
+A dispatch rule picks one kernel for an unseen shape from the cost model's estimates, and the
+estimates are often wrong by more than the kernels differ: on 46 shapes no tune saw, the best of the
+model's first 8 kernels took 0.90x the rule's pick's time (benchmarks/search_headroom/shortlist.md). A
+library whose table sets `autotune: K` (`hgemm merge --autotune K`) has hgemm.matmul pay for that search
+once per shape and process, as cuBLASLt's algorithm search or torch.compile's max-autotune do: the
+kernels compile in parallel (cached on disk across processes), each is checked on a sample of C's rows
+against a float64 product, and a few milliseconds of timing on scratch inputs pick the fastest.
+
+Each candidate's launches are captured in a CUDA graph and timed on replay: launched one by one from
+Python, a launch costs the host ~18 µs, longer than most of these kernels, and that cost, not the
+kernel, would decide. They rotate over scratch sets of operands that together exceed L2 three times
+where memory allows, as the harness's input sets do. The harness's own times of the picks come from
+`hgemm bench` on a pinned copy of them (`hgemm pin --autotune K`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+import torch
+
+from .candidate import parse_candidate
+from .compile import compile_candidate
+from .library import Choice, Library, runs_on
+from .problem import Problem
+from .tune import cost_shortlist
+from .verify import check_output, random_tensor
+
+SAMPLED_ROWS = 64  # rows of C checked against the float64 product, each whole
+COLUMN_CHUNK = 2048  # columns of the float64 product at a time (bounds its memory on wide shapes)
+WARMUP, LAUNCHES, REPS = 2, 20, 3  # a candidate's time: the lowest of REPS means over LAUNCHES launches
+MAX_SETS, TIMING_BYTES, L2_MULTIPLE = 16, 2 << 30, 3  # timing_sets: up to 3x L2 of operands, at most 2 GiB
+
+Run = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None]  # run(a, b, c): launch on the current stream
+
+
+def candidates(library: Library, problem: Problem, first: Choice, top: int) -> list[Choice]:
+    """The dispatch rule's pick, then the cost model's first `top` kernels that can run the problem."""
+    out = [first]
+    for name, text in cost_shortlist(problem, library, top):
+        if name != first.name:
+            cand = parse_candidate(text)
+            if runs_on(cand, problem):
+                out.append(Choice(name, cand, f"autotune {first.how}"))
+    return out
+
+
+def compile_all(pairs: list[tuple[Choice, str]]) -> None:
+    """Compile every (candidate, layout) in parallel (nvcc runs apart from Python), filling the disk
+    cache that the op's loader reads."""
+    unique = list({(ch.name, layout): (ch, layout) for ch, layout in pairs}.values())
+    with ThreadPoolExecutor(max_workers=max(1, min(len(unique), os.cpu_count() or 1))) as pool:
+        list(pool.map(lambda pair: compile_candidate(pair[0].candidate, pair[1]), unique))
+
+
+class SampledRows:
+    """Scratch operands of a problem and the float64 product of SAMPLED_ROWS random rows of C."""
+
+    def __init__(self, problem: Problem, device, seed: int = 0):
+        gen = torch.Generator(device=device).manual_seed(seed)
+        self.problem = problem
+        self.a = random_tensor(problem.a_shape, "normal", gen, device)
+        self.b = random_tensor(problem.b_shape, "normal", gen, device)
+        self.c = torch.empty(problem.c_shape, dtype=torch.float16, device=device)
+        rows = problem.batch * problem.M
+        sampled = torch.randperm(rows, generator=gen, device=device)[:min(SAMPLED_ROWS, rows)]
+        self.batch_idx, self.row_idx = sampled // problem.M, sampled % problem.M
+        self.ref = torch.empty((len(sampled), problem.N), dtype=torch.float64, device=device)
+        self.absprod = torch.empty_like(self.ref)
+        for entry in self.batch_idx.unique().tolist():
+            at = (self.batch_idx == entry).nonzero()[:, 0]
+            rows = self.a[entry, self.row_idx[at]].double()  # (samples in this entry, K)
+            b = self.b[entry] if problem.layout == "NN" else self.b[entry].t()  # K x N
+            for lo in range(0, problem.N, COLUMN_CHUNK):
+                cols = b[:, lo:lo + COLUMN_CHUNK].double()
+                self.ref[at, lo:lo + COLUMN_CHUNK] = rows @ cols
+                self.absprod[at, lo:lo + COLUMN_CHUNK] = rows.abs() @ cols.abs()
+
+    def check(self, run: Run) -> str:
+        """'' when run writes C right on the sampled rows, else what is wrong."""
+        self.c.view(torch.int16).fill_(0x7E00)  # NaN: a row the kernel did not write shows
+        run(self.a, self.b, self.c)
+        if self.c.is_cuda:
+            torch.cuda.synchronize()
+        got = self.c[self.batch_idx, self.row_idx]
+        report = check_output(got, self.ref, self.absprod, self.problem.K)
+        return "" if report.ok else report.detail
+
+    def timing_sets(self) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """(a, b, c) sets the timed launches rotate over: enough that they do not all fit in L2 (as the
+        harness's input sets do not), at most MAX_SETS and TIMING_BYTES; the first is the checked one."""
+        if not hasattr(self, "_sets"):
+            p = self.problem
+            set_bytes = 2 * (math.prod(p.a_shape) + math.prod(p.b_shape) + math.prod(p.c_shape))
+            l2 = torch.cuda.get_device_properties(self.a.device).L2_cache_size
+            n = max(1, min(MAX_SETS, TIMING_BYTES // set_bytes, math.ceil(L2_MULTIPLE * l2 / set_bytes)))
+            self._sets = [(self.a, self.b, self.c)] + [
+                (torch.randn_like(self.a), torch.randn_like(self.b), torch.empty_like(self.c)) for _ in range(n - 1)]
+        return self._sets
+
+    def time_us(self, run: Run) -> float:
+        """µs a launch: LAUNCHES launches over the rotating sets, captured in one CUDA graph so that the
+        host's launch cost (tens of µs from Python, longer than most of these kernels) is not timed."""
+        sets = self.timing_sets()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up outside capture: loads, smem opt-ins, allocations
+            for i in range(WARMUP):
+                run(*sets[i % len(sets)])
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for i in range(LAUNCHES):
+                run(*sets[i % len(sets)])
+        graph.replay()
+        best = math.inf
+        for _ in range(REPS):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            best = min(best, start.elapsed_time(end) * 1e3 / LAUNCHES)
+        return best
+
+
+def pick(problem: Problem, choices: list[Choice], launcher: Callable[[Choice], Run],
+         device) -> tuple[Choice, dict[str, float | str]]:
+    """The fastest of `choices` that verifies (the first if none does), and per candidate its time in µs
+    or why it was dropped. launcher(choice) loads the kernel and returns its launch."""
+    compile_all([(ch, problem.layout) for ch in choices])
+    scratch = SampledRows(problem, device)
+    found: dict[str, float | str] = {}
+    for choice in choices:
+        try:
+            run = launcher(choice)
+        except RuntimeError as e:  # failed to compile or load: the kernel is dropped, the op goes on
+            found[choice.name] = f"not loaded: {e}"
+            continue
+        wrong = scratch.check(run)
+        if wrong:
+            found[choice.name] = f"wrong: {wrong}"
+            continue
+        try:
+            found[choice.name] = scratch.time_us(run)
+        except RuntimeError as e:  # a launch the graph could not capture: dropped, the op goes on
+            found[choice.name] = f"not timed: {e}"
+    timed = [(t, i) for i, ch in enumerate(choices) if isinstance(t := found[ch.name], float)]
+    return (choices[min(timed)[1]] if timed else choices[0]), found

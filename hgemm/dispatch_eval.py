@@ -44,7 +44,7 @@ from pathlib import Path
 
 from .candidate import Candidate, parse_candidate
 from .cost import CostModel, family_text
-from .files import write_json
+from .files import write_report
 from .library import NEIGHBOURS, aligned_distance, log_distance, measured_pick, offered, tma_compatible, tune_results
 from .problem import Problem
 from .summary import BESIDE, geomean
@@ -265,11 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     result = evaluate(shapes, texts)
     result["libraries"] = args.libraries
-    out = Path(args.out)
-    write_json(out, result)
-    md = markdown(result)
-    out.with_suffix(".md").write_text(md)
-    print(md)
+    write_report(args.out, result, markdown(result))
     return 0
 
 

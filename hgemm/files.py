@@ -54,3 +54,11 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
 def write_json(path: str | os.PathLike, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def write_report(path: str | os.PathLike, data: Any, markdown: str) -> None:
+    """An offline evaluation's results: the JSON at `path`, its Markdown beside it (.md), the Markdown
+    printed."""
+    write_json(path, data)
+    atomic_write_text(Path(path).with_suffix(".md"), markdown)
+    print(markdown)

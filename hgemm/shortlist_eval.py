@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from .files import write_json
+from .files import write_report
 from .library import Library, tune_results
 from .problem import Problem
 from .summary import BESIDE, geomean
@@ -82,11 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.search}: no bench.json or bench.json.gz", file=sys.stderr)
         return 2
     result = evaluate(search, library) | {"search": args.search, "rank_by": args.rank_by}
-    out = Path(args.out)
-    write_json(out, result)
-    md = markdown(result)
-    out.with_suffix(".md").write_text(md)
-    print(md)
+    write_report(args.out, result, markdown(result))
     return 0
 
 

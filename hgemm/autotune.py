@@ -36,7 +36,8 @@ from .verify import check_output, random_tensor
 SAMPLED_ROWS = 64  # rows of C checked against the float64 product, each whole
 COLUMN_CHUNK = 2048  # columns of the float64 product at a time (bounds its memory on wide shapes)
 WARMUP, LAUNCHES, REPS = 2, 20, 3  # a candidate's time: the lowest of REPS means over LAUNCHES launches
-MAX_SETS, TIMING_BYTES, L2_MULTIPLE = 16, 2 << 30, 3  # timing_sets: up to 3x L2 of operands, at most 2 GiB
+# timing_sets: operands up to 3x L2, in at most 2 GiB and a quarter of the GPU's free memory
+MAX_SETS, TIMING_BYTES, L2_MULTIPLE = 16, 2 << 30, 3
 
 Run = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None]  # run(a, b, c): launch on the current stream
 
@@ -100,7 +101,9 @@ class SampledRows:
             p = self.problem
             set_bytes = 2 * (math.prod(p.a_shape) + math.prod(p.b_shape) + math.prod(p.c_shape))
             l2 = torch.cuda.get_device_properties(self.a.device).L2_cache_size
-            n = max(1, min(MAX_SETS, TIMING_BYTES // set_bytes, math.ceil(L2_MULTIPLE * l2 / set_bytes)))
+            free = torch.cuda.mem_get_info(self.a.device)[0]  # the caller's own tensors come first
+            room = min(TIMING_BYTES, free // 4)
+            n = max(1, min(MAX_SETS, room // set_bytes, math.ceil(L2_MULTIPLE * l2 / set_bytes)))
             self._sets = [(self.a, self.b, self.c)] + [
                 (torch.randn_like(self.a), torch.randn_like(self.b), torch.empty_like(self.c)) for _ in range(n - 1)]
         return self._sets
@@ -116,7 +119,8 @@ class SampledRows:
                 run(*sets[i % len(sets)])
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # thread_local: the caller's other threads may go on using the GPU while this one captures
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             for i in range(LAUNCHES):
                 run(*sets[i % len(sets)])
         graph.replay()

@@ -147,23 +147,22 @@ def cmd_pin(args) -> int:
     if args.autotune:
         if not visible_gpus():
             raise user_error("pin --autotune needs a GPU: it times kernels to choose among them")
-        from . import autotune, ops  # torch's CUDA path and the driver bindings: only here
+        from . import ops  # torch's CUDA path and the driver bindings: only here
 
         lib = Library(args.library)
-        # every shape's candidates compiled at once, in parallel, before the searches time them
-        autotune.compile_all([(ch, p.layout) for p in problems
-                              for ch in autotune.candidates(lib, p, lib.lookup(p), args.autotune)])
+        searched = ops.autotuned_choices(lib, problems, args.autotune)
+        for p in problems:
+            if p.key in searched:
+                choice, found = searched[p.key]
+                first = lib.lookup(p).name
+                times = {n: t for n, t in found.items() if isinstance(t, float)}
+                dropped = [str(t) for t in found.values() if not isinstance(t, float)]
+                print(f"{p.key}: {choice.name} {times.get(choice.name, float('nan')):.1f} us, the rule's pick "
+                      f"{first} {times.get(first, float('nan')):.1f} us, of {len(found)} searched"
+                      + (f" ({len(dropped)} dropped: {'; '.join(dropped)})" if dropped else ""))
 
         def choose(lib: Library, problem: Problem):
-            first = lib.lookup(problem)
-            choice, found = ops.autotuned(lib, problem, first, args.autotune)
-            times = {n: t for n, t in found.items() if isinstance(t, float)}
-            dropped = len(found) - len(times)
-            print(f"{problem.key}: {choice.name} {times.get(choice.name, float('nan')):.1f} us, the rule's pick "
-                  f"{first.name} {times.get(first.name, float('nan')):.1f} us, of {len(found)} searched"
-                  + (f" ({dropped} dropped: {'; '.join(str(t) for t in found.values() if not isinstance(t, float))})"
-                     if dropped else ""), flush=True)
-            return choice
+            return searched[problem.key][0] if problem.key in searched else lib.lookup(problem)
     try:
         table = pin_library(args.library, problems, args.out, choose)
     except (ValueError, OSError, KeyError) as e:  # a kernel file the table names missing, a bad table

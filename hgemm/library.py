@@ -302,8 +302,6 @@ def merge_libraries(folders: list[str | Path], out_dir: str | Path, dispatch: st
               "entries": dict(sorted(entries.items())), "fallback": first["fallback"], "dispatch": dispatch,
               "merged_from": [str(f) for f, _ in tables],
               "pending": sorted({k for _, t in tables for k in t.get("pending", [])} - set(entries))}
-    if autotune:
-        merged["autotune"] = autotune
     texts: dict[str, str] = {}
 
     def take(folder: Path, name: str, required: bool = True) -> None:
@@ -321,7 +319,7 @@ def merge_libraries(folders: list[str | Path], out_dir: str | Path, dispatch: st
     take(first_folder, first["fallback"])
     write_kernels(out, texts)
     (out / "table.json").write_text(json.dumps(merged, indent=1))
-    return merged
+    return set_autotune(out, autotune)
 
 
 def owned_entries(results: dict, margin: float) -> dict[str, dict]:
@@ -354,20 +352,27 @@ def stored_text(folder: Path, name: str) -> str:
     return text if text is not None else path.read_text()
 
 
-def write_with_entries(base: str | Path, entries: dict[str, dict], kernels: dict[str, str], out_dir: str | Path,
-                       autotune: int | None = None) -> dict:
-    """A copy of the library `base` (table.json and the kernels it names) with `entries` added, or put in
-    place of its own for the same shapes; `kernels` holds their texts by kernel name; `autotune`, where
-    given, the copy's first-call search width (merge_libraries). Returns the table."""
+def write_with_entries(base: str | Path, entries: dict[str, dict], kernels: dict[str, str], out_dir: str | Path) -> dict:
+    """A copy of the library `base` (table.json and the kernels it names, its settings too) with `entries`
+    added, or put in place of its own for the same shapes; `kernels` holds their texts by kernel name.
+    Returns the table."""
     base, out = Path(base), Path(out_dir)
     table = json.loads((base / "table.json").read_text())
     table["entries"] = {**table.get("entries", {}), **entries}
-    if autotune is not None:
-        table.pop("autotune", None)
-        table |= {"autotune": autotune} if autotune else {}
     names = {e["kernel"] for e in table["entries"].values()} | {table["fallback"]}
     write_kernels(out, {name: kernels[name] if name in kernels else stored_text(base, name) for name in sorted(names)})
     (out / "table.json").write_text(json.dumps(table, indent=1))
+    return table
+
+
+def set_autotune(folder: str | Path, width: int) -> dict:
+    """Set a library's first-call search width in its table (0: none; merge_libraries' `autotune`).
+    Returns the table."""
+    path = Path(folder) / "table.json"
+    table = json.loads(path.read_text())
+    table.pop("autotune", None)
+    table |= {"autotune": width} if width else {}
+    path.write_text(json.dumps(table, indent=1))
     return table
 
 

@@ -148,10 +148,26 @@ def autotuned(lib: Library, problem: Problem, first: Choice, top: int) -> tuple[
         kernel, dims = _loaded(choice, problem)
         return lambda a, b, c: _launch(choice, kernel, dims, problem, a, b, c)
 
-    best, found = autotune.pick(problem, choices, launcher, torch.device("cuda", torch.cuda.current_device()))
+    try:
+        best, found = autotune.pick(problem, choices, launcher, torch.device("cuda", torch.cuda.current_device()))
+    except torch.cuda.OutOfMemoryError:  # scratch operands beside the caller's tensors: the search is a luxury
+        log.warning("hgemm.matmul: no memory to autotune %s; the dispatch rule's pick %s serves it",
+                    problem.key, first.name)
+        return first, {}
     log.info("hgemm.matmul autotuned %s: %s of %s", problem.key, best.name,
              ", ".join(f"{n} {t:.1f} us" if isinstance(t, float) else f"{n} {t}" for n, t in found.items()))
     return best, found
+
+
+def autotuned_choices(lib: Library, problems: list[Problem], top: int) -> dict[str, tuple[Choice, dict]]:
+    """autotuned's answer for every problem the library has no entry for, by problem key; every search's
+    kernels are compiled first, all at once, in parallel."""
+    firsts = {p.key: lib.lookup(p) for p in problems}
+    todo = [p for p in problems if firsts[p.key].how != "exact"]
+    autotune.compile_all([(ch, p.layout) for p in todo for ch in autotune.candidates(lib, p, firsts[p.key], top)])
+    found = {p.key: autotuned(lib, p, firsts[p.key], top) for p in todo}
+    torch.cuda.empty_cache()  # the scratch operands: a harness timing next on this GPU gets the memory back
+    return found
 
 
 def _loaded(choice: Choice, problem: Problem) -> tuple[StreamKernel, tuple]:

@@ -12,8 +12,9 @@ spread (hgemm.summary.measurably_faster).
 
 Each shape gets its own contenders, through hgemm.bench.run_bench's `select`: `model`
 (stages.sample's best/<key>.cu, when it kept one), `before` (with --before, on the held-out shapes: the
-best kernel the same prompts drew from the pretrained model) and `library` (what hgemm.library dispatches the shape to:
-exact tuned entry, nearest, or fallback). With `before`, summary.md and metrics.json say what RL
+best kernel the same prompts drew from the pretrained model) and `library` (what hgemm.matmul serves the
+shape with: the exact tuned entry, or the dispatch rule's pick, or on a GPU, where the library sets a
+first-call search width, the fastest kernel of that search, hgemm.autotune). With `before`, summary.md and metrics.json say what RL
 changed on the held-out shapes: the geomean of the before / after time, with a bootstrap interval.
 In results.json each problem names them by role, so the summaries compare roles across shapes.
 On a CPU the contenders are compiled, nothing is run, and summary.md and metrics.json say so.
@@ -32,6 +33,7 @@ from hgemm.bench import run_bench
 from hgemm.candidate import code_identity
 from hgemm.entry import EvalOptions
 from hgemm.library import Library, dispatch_library
+from hgemm.pool import visible_gpus
 from hgemm.problem import GridError, Problem, load_grid, select_problems
 from hgemm.report.tables import before_after, before_after_rows, before_after_table, heldout_rows, heldout_table
 from hgemm.summary import geomean, markdown, measurably_faster
@@ -55,15 +57,22 @@ class BenchSettings:
     arch: str | None  # nvcc target (null: the GPU's)
 
 
-def library_choice(library_dir: str | Path):
-    """problem -> (kernel name, text, how chosen), or None when there is no library table."""
+def library_choice(library_dir: str | Path, problems: list[Problem]):
+    """problem -> (kernel name, text, how chosen), or None when there is no library table. What
+    hgemm.matmul would serve: on a library with a first-call search width (`autotune`, from the tune
+    stage), the search's pick on this GPU for the shapes without an entry; without a GPU, the rule's."""
     if not (Path(library_dir) / "table.json").exists():
         log.warning("no table.json under %s: the library contender is left out", library_dir)
         return lambda problem: None
     library = Library(library_dir)
+    searched = {}
+    if library.autotune and visible_gpus():
+        from hgemm import ops  # torch's CUDA path and the driver bindings: only where a GPU runs
+
+        searched = {key: choice for key, (choice, _) in ops.autotuned_choices(library, problems, library.autotune).items()}
 
     def choose(problem: Problem):
-        c = library.lookup(problem)
+        c = searched.get(problem.key) or library.lookup(problem)
         return c.name, c.candidate.source, c.how
 
     return choose
@@ -101,9 +110,9 @@ def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: b
     held_keys = {p.key for p in heldout}
     # the pretrained model's kernels are compared on the held-out shapes only: those the report judges
     before = {k: v for k, v in sampled_kernels(before_dir).items() if k in held_keys} if before_dir else {}
-    choose = library_choice(library_dir)
-    held_by_library = library_kernels(library_dir)
     problems = bench_problems(settings, sampled, heldout)
+    choose = library_choice(library_dir, problems)
+    held_by_library = library_kernels(library_dir)
     named: dict[str, str] = {}  # unique candidate name -> text: each kernel compiles once
     contenders: dict[str, dict[str, str]] = {}  # shape key -> role -> candidate name
     sources: dict[str, dict] = {}

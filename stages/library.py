@@ -32,8 +32,6 @@ class LibrarySettings:
     # the model's kernel takes a shape when the library kernel's time over its own is at least this:
     # above 1, so that timing noise alone does not hand shapes over
     own_margin: float
-    # hgemm.matmul's first-call search width on shapes without an entry (hgemm.autotune; 0: none)
-    autotune: int
 
 
 def owned_markdown(owned: dict[str, dict], timed: bool) -> str:
@@ -72,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     kernels = {e["kernel"]: sampled[key][1] for key, e in owned.items()}
     out = Path(args.out)
     (out / "metrics.json").unlink(missing_ok=True)
-    table = write_with_entries(args.tune, owned, kernels, out, autotune=settings.autotune)
+    table = write_with_entries(args.tune, owned, kernels, out)
     timed = bool(results.get("gpu_run"))
     atomic_write_text(out / "owned.md", owned_markdown(owned, timed))
     write_metrics(out, {

@@ -17,7 +17,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from hgemm.entry import EvalOptions
-from hgemm.library import copy_library
+from hgemm.library import copy_library, set_autotune
 from hgemm.problem import GridError, load_grid, select_problems
 from hgemm.summary import geomean
 from hgemm.tune import tune
@@ -35,6 +35,7 @@ class TuneSettings:
     reps: int
     baselines: list[str]
     reuse: list[str]  # libraries tuned earlier (e.g. benchmarks/tune): copied (several: merged), not tuned again
+    autotune: int  # hgemm.matmul's first-call search width, written into the table (hgemm.autotune; 0: none)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         table = tune(problems, args.out, EvalOptions(reps=settings.reps, baselines=tuple(settings.baselines)),
                      settings.tiles_per_family)
+    table = set_autotune(args.out, settings.autotune)
     vs_best = [e["speedup_vs_best"] for e in table["entries"].values() if e.get("speedup_vs_best")]
     write_metrics(args.out, {
         "settings": asdict(settings), "problems": len(problems), "tuned_shapes": len(table["entries"]),

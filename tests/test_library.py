@@ -443,7 +443,8 @@ def test_the_tune_stage_reuses_libraries_tuned_on_its_grid_and_refuses_one_of_an
     copied = json.loads((tmp_path / "one/table.json").read_text())
     # the source's table, with what its tune timed on each shape for the cost and measured dispatches
     timed = {key: entry.pop("timed") for key, entry in copied["entries"].items()}
-    assert copied == dict(source, dispatch="cost")
+    # with default.yaml's first-call search width, which hgemm.matmul reads from the table
+    assert copied == dict(source, dispatch="cost", autotune=8)
     assert all(abs(timed[key][entry["kernel"]] - 1) < 0.01 for key, entry in source["entries"].items())
     lib = Library(tmp_path / "one")
     for key, entry in source["entries"].items():
@@ -460,6 +461,8 @@ def test_the_tune_stage_reuses_libraries_tuned_on_its_grid_and_refuses_one_of_an
     measured = json.loads((tmp_path / "both/bench.json").read_text())["problems"]
     assert len(measured) == len(tune_results(tuned)["problems"]) + len(tune_results(sample)["problems"])
     assert all(Library(tmp_path / "both").candidate(e["kernel"]) for e in both["entries"].values())
+    assert stage(tmp_path / "both", f"reuse=[{tuned}, {sample}]", "autotune=0") == 0
+    assert Library(tmp_path / "both").autotune == 0
 
     with pytest.raises(SystemExit) as e:  # the held-out grid: none of its shapes is in either table
         stage(tmp_path / "other", f"reuse=[{tuned}]", "grid=configs/grids/heldout.yaml")

@@ -113,6 +113,34 @@ def _library(tmp_path) -> Path:
     return lib
 
 
+def test_the_bench_stages_library_contender_is_what_the_op_serves(tmp_path, monkeypatch):
+    """With a first-call search width in the library's table, the library contender of a shape without an
+    entry is the search's pick where a GPU runs the search (faked here), and the rule's pick without one."""
+    from hgemm import ops
+    from hgemm.library import Choice, Library, set_autotune
+    from stages import bench as bench_stage
+
+    lib_dir = _library(tmp_path)
+    unseen, other = Problem(96, 96, 96), Problem(300, 200, 100)
+    rule = Library(lib_dir).lookup(unseen)
+    assert bench_stage.library_choice(lib_dir, [unseen])(unseen)[0] == rule.name  # no search width
+    set_autotune(lib_dir, 4)
+    assert bench_stage.library_choice(lib_dir, [unseen])(unseen)[0] == rule.name  # no GPU
+    searched = Choice("searched", rule.candidate, "autotune fallback")
+    calls = []
+
+    def fake_search(library, problems, top):
+        calls.append((library.autotune, top, [p.key for p in problems]))
+        return {unseen.key: (searched, {"searched": 1.0})}
+
+    monkeypatch.setattr(bench_stage, "visible_gpus", lambda: [0])
+    monkeypatch.setattr(ops, "autotuned_choices", fake_search)
+    choose = bench_stage.library_choice(lib_dir, [unseen, other])
+    assert calls == [(4, 4, [unseen.key, other.key])]
+    assert choose(unseen)[0::2] == ("searched", "autotune fallback")
+    assert choose(other)[0] == rule.name
+
+
 def test_sample_and_bench_stage_clis_on_cpu(tmp_path, tiny_model_dir):
     config = tmp_path / "experiment.yaml"
     config.write_text(yaml.safe_dump({
@@ -248,7 +276,7 @@ def test_generation_with_a_static_cache_matches_the_dynamic_one(tiny_model_dir):
 
 
 def test_library_stage_gives_the_model_the_shapes_it_won_by_the_margin(tmp_path):
-    from hgemm.library import Library
+    from hgemm.library import Library, set_autotune
     from stages import library as library_stage
 
     tune = _library(tmp_path)
@@ -290,7 +318,8 @@ def test_library_stage_gives_the_model_the_shapes_it_won_by_the_margin(tmp_path)
     assert json.loads((out / "metrics.json").read_text())["model_owned"] == []
     assert "owns no shape" in (out / "owned.md").read_text()
     assert sorted(p.name for p in (out / "kernels").iterdir()) == ["naive_fallback.cu"]
-    # the configured first-call search width goes into the table hgemm.matmul reads; 0 leaves it out
+    # the tune stage's first-call search width is the final library's, the one hgemm.matmul reads
+    assert Library(out).autotune == 0
+    set_autotune(tune, 8)
+    assert library_stage.main(argv) == 0
     assert Library(out).autotune == 8
-    assert library_stage.main(argv + ["--set", "autotune=0"]) == 0
-    assert Library(out).autotune == 0 and "autotune" not in json.loads((out / "table.json").read_text())

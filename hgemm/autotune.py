@@ -11,8 +11,8 @@ kernels compile in parallel (cached on disk across processes), each is checked o
 against a float64 product, and a few milliseconds of timing on scratch inputs pick the fastest.
 
 Each candidate's launches are captured in a CUDA graph and timed on replay: launched one by one from
-Python, a launch costs the host ~18 µs, longer than most of these kernels, and that cost, not the
-kernel, would decide. They rotate over scratch sets of operands that together exceed L2 three times
+Python, a launch costs the host more than most of these kernels take, and that cost, not the kernel,
+would decide. They rotate over scratch sets of operands that together exceed L2 three times
 where memory allows, as the harness's input sets do. The harness's own times of the picks come from
 `hgemm bench` on a pinned copy of them (`hgemm pin --autotune K`).
 """
@@ -110,7 +110,7 @@ class SampledRows:
 
     def time_us(self, run: Run) -> float:
         """µs a launch: LAUNCHES launches over the rotating sets, captured in one CUDA graph so that the
-        host's launch cost (tens of µs from Python, longer than most of these kernels) is not timed."""
+        host's launch cost (from Python, longer than most of these kernels) is not timed."""
         sets = self.timing_sets()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())

@@ -44,9 +44,13 @@ def evaluate(search: dict, library: Library, ks=KS, margin: float = MARGIN) -> d
     summary = {}
     for k in list(ks) + ["all"]:
         best = [r["best_of_us"][k] if k != "all" else r["searched_best_us"] for r in rows]
+        # a library that times the choice and the first k at a shape's first call (hgemm.autotune) serves
+        # the faster of the two; what the whole search still finds beyond it is a sampler's room then
+        served = [min(b, r["current_us"]) for b, r in zip(best, rows)]
         summary[k] = {"time_over_current": geomean([b / r["current_us"] for b, r in zip(best, rows)]),
                       "faster_than_current": sum(b * margin < r["current_us"] for b, r in zip(best, rows)),
-                      "speedup_vs_best": geomean([r["best_baseline_us"] / b for b, r in zip(best, rows)])}
+                      "speedup_vs_best": geomean([r["best_baseline_us"] / b for b, r in zip(best, rows)]),
+                      "search_faster_than_served": sum(r["searched_best_us"] * margin < s for s, r in zip(served, rows))}
     return {"shapes": len(rows), "margin": margin,
             "current_speedup_vs_best": geomean([r["best_baseline_us"] / r["current_us"] for r in rows]),
             "summary": summary, "rows": rows}
@@ -59,9 +63,10 @@ def markdown(result: dict) -> str:
              "search's fastest. The library's choice: "
              f"{result['current_speedup_vs_best']:.3f}x the strongest baseline in geomean.", "",
              "| k | time over the library's choice | shapes faster than it by more than "
-             f"{result['margin'] - 1:.0%} | speedup vs the strongest baseline |", "|---|---:|---:|---:|"]
-    lines += [f"| {k} | {s['time_over_current']:.3f} | {s['faster_than_current']} | {s['speedup_vs_best']:.3f} |"
-              for k, s in result["summary"].items()]
+             f"{result['margin'] - 1:.0%} | speedup vs the strongest baseline | shapes where the whole search "
+             "beats the faster of the choice and the best of k by as much |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {k} | {s['time_over_current']:.3f} | {s['faster_than_current']} | {s['speedup_vs_best']:.3f} | "
+              f"{s['search_faster_than_served']} |" for k, s in result["summary"].items()]
     return "\n".join(lines) + "\n"
 
 

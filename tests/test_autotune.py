@@ -53,6 +53,9 @@ def test_on_the_full_searchs_shapes_the_shortlists_best_of_8_beats_the_librarys_
     assert eight["time_over_current"] <= 0.92 and eight["faster_than_current"] >= 20
     assert 0.95 <= one["time_over_current"] <= 1.05
     assert result["summary"]["all"]["time_over_current"] <= eight["time_over_current"]
+    # what the whole search finds beyond a library that itself times its choice and the first 8: the
+    # families' configurations leave a sampler that room on fewer than half of the shapes (measured: 16)
+    assert 10 <= eight["search_faster_than_served"] < 23 and result["summary"]["all"]["search_faster_than_served"] == 0
 
 
 def test_the_search_starts_from_the_rules_pick_and_keeps_kernels_that_run(pipeline_library):

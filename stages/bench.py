@@ -58,24 +58,27 @@ class BenchSettings:
 
 
 def library_choice(library_dir: str | Path, problems: list[Problem]):
-    """problem -> (kernel name, text, how chosen), or None when there is no library table. What
-    hgemm.matmul would serve: on a library with a first-call search width (`autotune`, from the tune
-    stage), the search's pick on this GPU for the shapes without an entry; without a GPU, the rule's."""
+    """(choose, searched): choose(problem) -> (kernel name, text, how chosen), or None when there is no
+    library table; searched: name -> text of every kernel a first-call search timed. What hgemm.matmul
+    would serve: on a library with a first-call search width (`autotune`, from the tune stage), the
+    search's pick on this GPU for the shapes without an entry; without a GPU, the rule's."""
     if not (Path(library_dir) / "table.json").exists():
         log.warning("no table.json under %s: the library contender is left out", library_dir)
-        return lambda problem: None
+        return (lambda problem: None), {}
     library = Library(library_dir)
-    searched = {}
+    picks, searched = {}, {}
     if library.autotune and visible_gpus():
-        from hgemm import ops  # torch's CUDA path and the driver bindings: only where a GPU runs
+        from hgemm import autotune, ops  # torch's CUDA path and the driver bindings: only where a GPU runs
 
-        searched = {key: choice for key, (choice, _) in ops.autotuned_choices(library, problems, library.autotune).items()}
+        picks = {key: choice for key, (choice, _) in ops.autotuned_choices(library, problems, library.autotune).items()}
+        searched = {c.name: c.candidate.source for p in problems if p.key in picks
+                    for c in autotune.candidates(library, p, library.lookup(p), library.autotune)}
 
     def choose(problem: Problem):
-        c = searched.get(problem.key) or library.lookup(problem)
+        c = picks.get(problem.key) or library.lookup(problem)
         return c.name, c.candidate.source, c.how
 
-    return choose
+    return choose, searched
 
 
 def library_kernels(library_dir: str | Path) -> dict[str, str]:
@@ -111,8 +114,9 @@ def run(settings: BenchSettings, samples_dir: str, library_dir: str, progress: b
     # the pretrained model's kernels are compared on the held-out shapes only: those the report judges
     before = {k: v for k, v in sampled_kernels(before_dir).items() if k in held_keys} if before_dir else {}
     problems = bench_problems(settings, sampled, heldout)
-    choose = library_choice(library_dir, problems)
-    held_by_library = library_kernels(library_dir)
+    choose, searched = library_choice(library_dir, problems)
+    # a model kernel the library's first-call search timed is the library's too: the search chose another
+    held_by_library = library_kernels(library_dir) | {code_identity(text): name for name, text in searched.items()}
     named: dict[str, str] = {}  # unique candidate name -> text: each kernel compiles once
     contenders: dict[str, dict[str, str]] = {}  # shape key -> role -> candidate name
     sources: dict[str, dict] = {}

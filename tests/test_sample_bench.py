@@ -123,9 +123,10 @@ def test_the_bench_stages_library_contender_is_what_the_op_serves(tmp_path, monk
     lib_dir = _library(tmp_path)
     unseen, other = Problem(96, 96, 96), Problem(300, 200, 100)
     rule = Library(lib_dir).lookup(unseen)
-    assert bench_stage.library_choice(lib_dir, [unseen])(unseen)[0] == rule.name  # no search width
+    assert bench_stage.library_choice(lib_dir, [unseen])[0](unseen)[0] == rule.name  # no search width
     set_autotune(lib_dir, 4)
-    assert bench_stage.library_choice(lib_dir, [unseen])(unseen)[0] == rule.name  # no GPU
+    choose, searched = bench_stage.library_choice(lib_dir, [unseen])
+    assert choose(unseen)[0] == rule.name and searched == {}  # no GPU
     searched = Choice("searched", rule.candidate, "autotune fallback")
     calls = []
 
@@ -135,10 +136,11 @@ def test_the_bench_stages_library_contender_is_what_the_op_serves(tmp_path, monk
 
     monkeypatch.setattr(bench_stage, "visible_gpus", lambda: [0])
     monkeypatch.setattr(ops, "autotuned_choices", fake_search)
-    choose = bench_stage.library_choice(lib_dir, [unseen, other])
+    choose, searched = bench_stage.library_choice(lib_dir, [unseen, other])
     assert calls == [(4, 4, [unseen.key, other.key])]
     assert choose(unseen)[0::2] == ("searched", "autotune fallback")
     assert choose(other)[0] == rule.name
+    assert rule.name in searched  # the kernels the search timed on the searched shape, the rule's pick first
 
 
 def test_sample_and_bench_stage_clis_on_cpu(tmp_path, tiny_model_dir):

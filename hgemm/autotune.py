@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -40,6 +40,15 @@ WARMUP, LAUNCHES, REPS = 2, 20, 3  # a candidate's time: the lowest of REPS mean
 MAX_SETS, TIMING_BYTES, L2_MULTIPLE = 16, 2 << 30, 3
 
 Run = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None]  # run(a, b, c): launch on the current stream
+
+
+class Search(NamedTuple):
+    """A first-call search's outcome: the kept kernel, every kernel searched (the rule's pick first), and
+    per searched kernel its µs or why it was dropped."""
+
+    best: Choice
+    searched: list[Choice]
+    found: dict[str, float | str]
 
 
 def candidates(library: Library, problem: Problem, first: Choice, top: int) -> list[Choice]:
@@ -135,8 +144,7 @@ class SampledRows:
         return best
 
 
-def pick(problem: Problem, choices: list[Choice], launcher: Callable[[Choice], Run],
-         device) -> tuple[Choice, dict[str, float | str]]:
+def pick(problem: Problem, choices: list[Choice], launcher: Callable[[Choice], Run], device) -> Search:
     """The fastest of `choices` that verifies (the first if none does), and per candidate its time in µs
     or why it was dropped. launcher(choice) loads the kernel and returns its launch."""
     compile_all([(ch, problem.layout) for ch in choices])
@@ -157,4 +165,4 @@ def pick(problem: Problem, choices: list[Choice], launcher: Callable[[Choice], R
         except RuntimeError as e:  # a launch the graph could not capture: dropped, the op goes on
             found[choice.name] = f"not timed: {e}"
     timed = [(t, i) for i, ch in enumerate(choices) if isinstance(t := found[ch.name], float)]
-    return (choices[min(timed)[1]] if timed else choices[0]), found
+    return Search(choices[min(timed)[1]] if timed else choices[0], choices, found)

@@ -153,16 +153,16 @@ def cmd_pin(args) -> int:
         searched = ops.autotuned_choices(lib, problems, args.autotune)
         for p in problems:
             if p.key in searched:
-                choice, found = searched[p.key]
-                first = lib.lookup(p).name
+                best, tried, found = searched[p.key]
+                first = tried[0].name
                 times = {n: t for n, t in found.items() if isinstance(t, float)}
                 dropped = [str(t) for t in found.values() if not isinstance(t, float)]
-                print(f"{p.key}: {choice.name} {times.get(choice.name, float('nan')):.1f} us, the rule's pick "
-                      f"{first} {times.get(first, float('nan')):.1f} us, of {len(found)} searched"
+                print(f"{p.key}: {best.name} {times.get(best.name, float('nan')):.1f} us, the rule's pick "
+                      f"{first} {times.get(first, float('nan')):.1f} us, of {len(tried)} searched"
                       + (f" ({len(dropped)} dropped: {'; '.join(dropped)})" if dropped else ""))
 
         def choose(lib: Library, problem: Problem):
-            return searched[problem.key][0] if problem.key in searched else lib.lookup(problem)
+            return searched[problem.key].best if problem.key in searched else lib.lookup(problem)
     try:
         table = pin_library(args.library, problems, args.out, choose)
     except (ValueError, OSError, KeyError) as e:  # a kernel file the table names missing, a bad table

@@ -134,38 +134,39 @@ def _dispatched(library: str, problem: Problem) -> tuple[Choice, StreamKernel | 
                 if lib.autotune and choice.how != "exact":
                     if torch.cuda.is_current_stream_capturing():
                         return (choice, *_loaded(choice, problem))
-                    choice = autotuned(lib, problem, choice, lib.autotune)[0]
+                    choice = autotuned(problem, autotune.candidates(lib, problem, choice, lib.autotune)).best
                 hit = _choices[key] = (choice, *_loaded(choice, problem))
     return hit
 
 
-def autotuned(lib: Library, problem: Problem, first: Choice, top: int) -> tuple[Choice, dict]:
-    """The fastest verified of the dispatch rule's pick `first` and the cost model's first `top` kernels,
-    timed on scratch inputs of the problem (hgemm.autotune), and per kernel its µs or why it was dropped."""
-    choices = autotune.candidates(lib, problem, first, top)
+def autotuned(problem: Problem, choices: list[Choice]) -> autotune.Search:
+    """The fastest verified of `choices` (hgemm.autotune.candidates: the dispatch rule's pick first),
+    timed on scratch inputs of the problem; the pick alone where the scratch operands do not fit."""
 
     def launcher(choice: Choice):
         kernel, dims = _loaded(choice, problem)
         return lambda a, b, c: _launch(choice, kernel, dims, problem, a, b, c)
 
     try:
-        best, found = autotune.pick(problem, choices, launcher, torch.device("cuda", torch.cuda.current_device()))
+        search = autotune.pick(problem, choices, launcher, torch.device("cuda", torch.cuda.current_device()))
     except torch.cuda.OutOfMemoryError:  # scratch operands beside the caller's tensors: the search is a luxury
         log.warning("hgemm.matmul: no memory to autotune %s; the dispatch rule's pick %s serves it",
-                    problem.key, first.name)
-        return first, {}
-    log.info("hgemm.matmul autotuned %s: %s of %s", problem.key, best.name,
-             ", ".join(f"{n} {t:.1f} us" if isinstance(t, float) else f"{n} {t}" for n, t in found.items()))
-    return best, found
+                    problem.key, choices[0].name)
+        return autotune.Search(choices[0], choices, {})
+    log.info("hgemm.matmul autotuned %s: %s of %s", problem.key, search.best.name,
+             ", ".join(f"{n} {t:.1f} us" if isinstance(t, float) else f"{n} {t}" for n, t in search.found.items()))
+    return search
 
 
-def autotuned_choices(lib: Library, problems: list[Problem], top: int) -> dict[str, tuple[Choice, dict]]:
-    """autotuned's answer for every problem the library has no entry for, by problem key; every search's
-    kernels are compiled first, all at once, in parallel."""
-    firsts = {p.key: lib.lookup(p) for p in problems}
-    todo = [p for p in problems if firsts[p.key].how != "exact"]
-    autotune.compile_all([(ch, p.layout) for p in todo for ch in autotune.candidates(lib, p, firsts[p.key], top)])
-    found = {p.key: autotuned(lib, p, firsts[p.key], top) for p in todo}
+def autotuned_choices(lib: Library, problems: list[Problem], top: int) -> dict[str, autotune.Search]:
+    """The first-call search over the rule's pick and the cost model's first `top` kernels for every
+    problem the library has no entry for, by problem key; every search's kernels are compiled first,
+    all at once, in parallel."""
+    searched = {p.key: autotune.candidates(lib, p, first, top) for p in problems
+                if (first := lib.lookup(p)).how != "exact"}
+    todo = [p for p in problems if p.key in searched]
+    autotune.compile_all([(ch, p.layout) for p in todo for ch in searched[p.key]])
+    found = {p.key: autotuned(p, searched[p.key]) for p in todo}
     torch.cuda.empty_cache()  # the scratch operands: a harness timing next on this GPU gets the memory back
     return found
 

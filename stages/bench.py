@@ -68,11 +68,11 @@ def library_choice(library_dir: str | Path, problems: list[Problem]):
     library = Library(library_dir)
     picks, searched = {}, {}
     if library.autotune and visible_gpus():
-        from hgemm import autotune, ops  # torch's CUDA path and the driver bindings: only where a GPU runs
+        from hgemm import ops  # torch's CUDA path and the driver bindings: only where a GPU runs
 
-        picks = {key: choice for key, (choice, _) in ops.autotuned_choices(library, problems, library.autotune).items()}
-        searched = {c.name: c.candidate.source for p in problems if p.key in picks
-                    for c in autotune.candidates(library, p, library.lookup(p), library.autotune)}
+        searches = ops.autotuned_choices(library, problems, library.autotune)
+        picks = {key: search.best for key, search in searches.items()}
+        searched = {c.name: c.candidate.source for search in searches.values() for c in search.searched}
 
     def choose(problem: Problem):
         c = picks.get(problem.key) or library.lookup(problem)

@@ -117,6 +117,7 @@ def test_the_bench_stages_library_contender_is_what_the_op_serves(tmp_path, monk
     """With a first-call search width in the library's table, the library contender of a shape without an
     entry is the search's pick where a GPU runs the search (faked here), and the rule's pick without one."""
     from hgemm import ops
+    from hgemm.autotune import Search
     from hgemm.library import Choice, Library, set_autotune
     from stages import bench as bench_stage
 
@@ -127,12 +128,12 @@ def test_the_bench_stages_library_contender_is_what_the_op_serves(tmp_path, monk
     set_autotune(lib_dir, 4)
     choose, searched = bench_stage.library_choice(lib_dir, [unseen])
     assert choose(unseen)[0] == rule.name and searched == {}  # no GPU
-    searched = Choice("searched", rule.candidate, "autotune fallback")
+    found = Choice("searched", rule.candidate, "autotune fallback")
     calls = []
 
     def fake_search(library, problems, top):
         calls.append((library.autotune, top, [p.key for p in problems]))
-        return {unseen.key: (searched, {"searched": 1.0})}
+        return {unseen.key: Search(found, [rule, found], {rule.name: 2.0, "searched": 1.0})}
 
     monkeypatch.setattr(bench_stage, "visible_gpus", lambda: [0])
     monkeypatch.setattr(ops, "autotuned_choices", fake_search)

@@ -25,7 +25,7 @@ from .problem import Problem, TaskProblem
 from .evaluate_task import TaskEvaluator
 from .runtime import (ContextLost, KernelLaunchError, LoadedKernel, Utilities, device_properties, synchronize,
                       utility_candidate)
-from .rotation import FRESH_RATIO, FRESH_SLACK_US, RotatingOutputs, SampledReference
+from .rotation import FRESH_RATIO, FRESH_SLACK_US, OutputSlots, RotatingOutputs, SampledReference
 from .timing import Timer, queued_launch_us, single_launch_us, tracked
 from .verify import GuardedBuffer, check_output, random_tensor, redraw, reference, shared_inputs, shared_intact
 
@@ -249,18 +249,29 @@ class GemmEvaluator:
             best = min(best, queued_launch_us(self.util, launch))
         return best
 
-    def _candidate_contender(self, entry: Entry, problem: Problem, sets: bl.Sets, env: dict) -> dict:
-        """The rotating-output contender of one verified candidate (hgemm.rotation), or a plain one
-        over one output per input set when the integrity guards are off."""
-        cand = parse_candidate(entry.text, entry.variables)
-        kernel = self._kernel(entry.cubins[problem.layout], cand.spec.entry)
-        n = len(sets)
+    def _output_pool(self, problem: Problem, n: int) -> dict:
+        """The outputs every candidate of a problem writes into, poisoned, and the rotation's state over
+        them: one more output than input sets (hgemm.rotation), or one per set when the integrity guards
+        are off, and one for the fresh launches. Shared, since a candidate's outputs are checked before
+        the next contender runs: a 56-batch 3392 x 2103 shape's C is 800 MB, and the outputs of forty
+        candidates each of its own would not fit in an H100's memory."""
         m = n + 1 if self.options.fresh_outputs else n
         outs = _rows(m, math.prod(problem.c_shape)).view((m,) + tuple(problem.c_shape))
         outs.view(torch.int16).fill_(0x7E00)  # poisoned: an output no timed run wrote shows as NaN
+        return {"outs": outs, "slots": OutputSlots(n) if self.options.fresh_outputs else None,
+                "fresh_out": torch.empty(tuple(problem.c_shape), dtype=torch.float16, device="cuda")}
+
+    def _candidate_contender(self, entry: Entry, problem: Problem, sets: bl.Sets, env: dict, pool: dict) -> dict:
+        """The rotating-output contender of one verified candidate over the problem's shared outputs
+        (hgemm.rotation), or a plain one writing input set i's product into output i when the integrity
+        guards are off. Workspaces stay the candidate's own, one per output and one for the fresh
+        launch: staged operand copies in them are what another candidate's layout would not overwrite."""
+        cand = parse_candidate(entry.text, entry.variables)
+        kernel = self._kernel(entry.cubins[problem.layout], cand.spec.entry)
+        n, outs = len(sets), pool["outs"]
+        m = outs.shape[0]
         ws_bytes = cand.spec.workspace(env)
         ws = _rows(m + 1, -(-ws_bytes // 2)) if ws_bytes else None
-        fresh_out = torch.empty(tuple(problem.c_shape), dtype=torch.float16, device="cuda")
         dims = self.launch_setup(kernel, cand.spec, problem)
         spec, layout = cand.spec, None
         by_input: dict[int, bytes] = {}
@@ -280,13 +291,13 @@ class GemmEvaluator:
             buf = patch_params(by_input[i], by_output[o], layout, which)
             return self.launcher(kernel, dims, buf, workspace_to_zero(spec, problem, W))
 
-        fresh = self.bind(kernel, cand.spec, problem, sets.A[0], sets.B[0], fresh_out, ws[m] if ws is not None else None)
+        fresh = self.bind(kernel, cand.spec, problem, sets.A[0], sets.B[0], pool["fresh_out"],
+                          ws[m] if ws is not None else None)
         if self.options.fresh_outputs:
-            rot = RotatingOutputs(n, bind)
-            return {"run": rot, "rotation": rot, "outs": outs, "fresh": fresh, "fresh_out": fresh_out}
+            rot = RotatingOutputs(n, bind, slots=pool["slots"])
+            return {"run": rot, "rotation": rot, "fresh": fresh, "recheck": []}
         run, touched = tracked([bind(i, i) for i in range(n)])
-        return {"run": run, "rotation": None, "outs": outs, "touched": touched, "fresh": fresh,
-                "fresh_out": fresh_out}
+        return {"run": run, "rotation": None, "touched": touched, "fresh": fresh, "recheck": []}
 
     def time_problem(self, problem: Problem, entries: list[Entry], results: dict[str, dict], seed: int,
                      alive: Callable[[], None] = lambda: None) -> dict:
@@ -298,26 +309,38 @@ class GemmEvaluator:
         names = tuple(opts.baselines) + (("torch_compile",) if opts.torch_compile and "torch_compile" not in opts.baselines else ())
         bases, skipped = bl.make_baselines(problem, sets, names)
         env = problem.variables() | {"num_sms": self.props["num_sms"]}
-        cands = {e.name: self._candidate_contender(e, problem, sets, env) for e in entries
-                 if results[e.name]["status"] == "ok"}
+        timed = [e for e in entries if results[e.name]["status"] == "ok"]
+        pool = self._output_pool(problem, n) if timed else None
+        cands = {e.name: self._candidate_contender(e, problem, sets, env, pool) for e in timed}
         contenders: dict[str, Callable[[int], None]] = {f"cand:{name}": c["run"] for name, c in cands.items()}
         gen = torch.Generator(device="cuda").manual_seed(seed ^ 0xC0FFEE)
         guarded = bool(cands) and opts.fresh_outputs
         sampled = SampledReference(A_all, B_all, problem.layout, gen) if guarded else None
         inputs_before = (A_all.clone(), B_all.clone()) if guarded else None
+        rng = random.Random(seed)
+        probe = rng.randrange(n)
+        refs: dict[int, tuple] = {}  # input set -> its full reference, made when a check first needs it
 
-        def after_batch(name: str) -> None:
+        def after_batch(name: str, last: bool) -> None:
+            # the outputs this batch wrote are checked before another contender's launches overwrite them
             alive()
             c = cands.get(name[5:]) if name.startswith("cand:") else None
-            if c is None or c["rotation"] is None:
+            if c is None:
                 return
-            changed = ((A_all.view(torch.int16) != inputs_before[0].view(torch.int16)).any()
-                       | (B_all.view(torch.int16) != inputs_before[1].view(torch.int16)).any())
-            if c["rotation"].check_written(c["outs"], sampled, also=changed):
-                # an input changed by this candidate's batch: blamed on it, then put back for the others
-                c["modified_inputs"] = True
-                A_all.copy_(inputs_before[0])
-                B_all.copy_(inputs_before[1])
+            if c["rotation"] is not None:
+                written = {o: pool["slots"].last[o] for o in c["rotation"].written}
+                changed = ((A_all.view(torch.int16) != inputs_before[0].view(torch.int16)).any()
+                           | (B_all.view(torch.int16) != inputs_before[1].view(torch.int16)).any())
+                if c["rotation"].check_written(pool["outs"], sampled, also=changed):
+                    # an input changed by this candidate's batch: blamed on it, then put back for the others
+                    c["modified_inputs"] = True
+                    A_all.copy_(inputs_before[0])
+                    B_all.copy_(inputs_before[1])
+            else:
+                written = {i: i for i in c["touched"]}
+                c["touched"].clear()
+            if last:
+                c["recheck"] = self._recheck(pool["outs"], written, sets, problem, refs, rng)
 
         slowest_ms = max([results[e.name].get("launch_us", 0.0) / 1e3 for e in entries if e.name in cands] + [0.0])
         reps = opts.reps if slowest_ms < opts.slow_kernel_ms else 3
@@ -339,9 +362,8 @@ class GemmEvaluator:
         synchronize()
 
         base_out = {}
-        rng = random.Random(seed)
-        probe = rng.randrange(n)
-        refs = {probe: reference(sets.A[probe], sets.B[probe], problem.layout)}
+        if probe not in refs:
+            refs[probe] = reference(sets.A[probe], sets.B[probe], problem.layout)
         for b in bases:
             b.run(probe)  # a baseline's time counts only if its output is right too
             synchronize()
@@ -356,13 +378,13 @@ class GemmEvaluator:
         for name, c in cands.items():
             res = results[name]
             s = stats[f"cand:{name}"]
-            bad = self._recheck(c, sets, problem, refs, rng)
+            bad = list(c["recheck"])
             if c["rotation"] is not None and c["rotation"].failure:
                 bad.insert(0, "a timed launch left a wrong result: " + c["rotation"].failure)
             if c.get("modified_inputs"):
                 bad.insert(0, "its timed runs modified an input set")
             slow = results[name].get("launch_us", 0.0) > 50e3
-            fresh_us = self._fresh_launch_us(c["fresh"], c["fresh_out"], 1 if slow else 2)
+            fresh_us = self._fresh_launch_us(c["fresh"], pool["fresh_out"], 1 if slow else 2)
             res["fresh_launch_us"] = fresh_us
             if opts.fresh_outputs and s.median_us < FRESH_RATIO * (fresh_us - FRESH_SLACK_US):
                 bad.append(f"timed median {s.median_us:.2f} us is under {FRESH_RATIO} of a fresh launch's "
@@ -386,19 +408,16 @@ class GemmEvaluator:
                 "timing_method": opts.timing_method, "timer_overhead_us": timer.overhead_us, "reps": reps,
                 "fresh_outputs": opts.fresh_outputs}
 
-    def _recheck(self, c: dict, sets: bl.Sets, problem: Problem, refs: dict, rng: random.Random) -> list[str]:
-        """The full check of a sample of the outputs the timed runs wrote, each against the product of
-        the input set that last wrote it."""
-        if c["rotation"] is not None:
-            written = {o: i for o, i in enumerate(c["rotation"].last) if i >= 0}
-        else:
-            written = {i: i for i in c["touched"]}
+    def _recheck(self, outs: torch.Tensor, written: dict[int, int], sets: bl.Sets, problem: Problem, refs: dict,
+                 rng: random.Random) -> list[str]:
+        """The full check of a sample of the outputs a candidate's last timed batch wrote (output ->
+        the input set whose product it must hold)."""
         bad = []
         for o in rng.sample(sorted(written), min(len(written), self.options.recheck_sets)):
             i = written[o]
             if i not in refs:
                 refs[i] = reference(sets.A[i], sets.B[i], problem.layout)
-            report = check_output(c["outs"][o], *refs[i], problem.K)
+            report = check_output(outs[o], *refs[i], problem.K)
             if not report.ok:
                 bad.append(f"output {o} (input set {i}): {report.detail}")
         return bad

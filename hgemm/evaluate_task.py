@@ -194,7 +194,7 @@ class TaskEvaluator:
                     return f"{p.name}: {why}"
             return ""
 
-        def after_batch(name: str) -> None:
+        def after_batch(name: str, last: bool) -> None:  # each candidate has outputs of its own: checked after timing
             alive()
             c = cands.get(name[5:]) if name.startswith("cand:") else None
             if c is None or c["rotation"] is None:

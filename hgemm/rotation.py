@@ -5,10 +5,11 @@ output that an earlier launch on set i filled, a kernel could see that the outpu
 answer (or remember the pointers, or keep a copy) and skip the work; the re-check after timing would
 pass, since the buffers hold the right result. The harness closes that class of shortcut:
 
-- outputs rotate apart from inputs: there is one more output (with its own workspace) than input
-  sets, and each launch writes into the least recently used output whose content is the product of a
-  *different* input set. Whatever a launch finds in its output or workspace is another problem's
-  answer, so skipping or copying leaves a wrong result;
+- outputs rotate apart from inputs: there is one more output than input sets (the outputs shared by
+  a problem's candidates, each candidate with a workspace of its own per output), and each launch
+  writes into the least recently used output whose content is the product of a *different* input
+  set. Whatever a launch finds in its output or workspace is another problem's answer, so skipping or
+  copying leaves a wrong result;
 - after every timed batch, outside the timed region, each output the batch wrote is checked at random
   positions against the exact product of the input set that last wrote it (SampledReference), so a
   launch that skipped is caught in the batch where it skipped;
@@ -90,32 +91,28 @@ class SampledReference:
 Bind = Callable[[int, int], Callable[[], None]]
 
 
-class RotatingOutputs:
-    """A timed contender f(i) for input set i that writes into a rotating output.
+class OutputSlots:
+    """Which input set's product each rotating output holds, and where the next launch writes.
 
-    `bind(i, o)` makes the launcher of input set i into output o (with output o's workspace); launchers
-    are made once per pair actually used and cached. `last[o]` is the input set whose product output o
-    holds (-1: still poisoned). `content[i]` names input set i's data where several sets are copies of
-    one draw (task inputs); by default every set is its own."""
+    One instance may serve every contender of a problem (hgemm.evaluate times all the candidates of a
+    shape over one pool of outputs, so its memory does not grow with their number): a launch, whoever
+    makes it, writes into the least recently used output that holds another set's product, whoever
+    wrote that. `content[i]` names input set i's data where several sets are copies of one draw (task
+    inputs); by default every set is its own."""
 
-    def __init__(self, n_inputs: int, bind: Bind, content: list[int] | None = None):
+    def __init__(self, n_inputs: int, content: list[int] | None = None):
         self.content = list(content) if content is not None else list(range(n_inputs))
         if len(set(self.content)) < 2:
             raise ValueError("output rotation needs input sets of at least two different contents")
         self.n = n_inputs
         self.m = n_inputs + 1
-        self.bind = bind
-        self.last = [-1] * self.m
-        self.written: set[int] = set()  # outputs written since the last check
-        self.inputs_used: set[int] = set()  # input sets read since the last check
-        self.failure = ""
+        self.last = [-1] * self.m  # the input set whose product output o holds (-1: still poisoned)
         self._next = 0
-        self._launchers: dict[tuple[int, int], Callable[[], None]] = {}
 
     def pick(self, i: int) -> tuple[int, int]:
         """(input set, output) for a launch asked for on set i: the least recently used output that
-        holds another set's product. If every output holds set i's (only when the Timer hands this
-        contender the same set many times running), use the next input set instead."""
+        holds another set's product. If every output holds set i's (only when the Timer hands the
+        contenders the same set many times running), use the next input set instead."""
         for step in range(self.m):
             o = (self._next + step) % self.m
             if self.last[o] < 0 or self.content[self.last[o]] != self.content[i]:
@@ -125,13 +122,40 @@ class RotatingOutputs:
         other = next(j for j in range(i + 1, i + self.n) if self.content[j % self.n] != self.content[i])
         return other % self.n, o
 
+
+class RotatingOutputs:
+    """A timed contender f(i) for input set i that writes into a rotating output.
+
+    `bind(i, o)` makes the launcher of input set i into output o (with output o's workspace); launchers
+    are made once per pair actually used and cached. The outputs' state lives in `slots` (OutputSlots,
+    its own unless one shared with other contenders is given); `written` and `inputs_used` are this
+    contender's since its last check."""
+
+    def __init__(self, n_inputs: int, bind: Bind, content: list[int] | None = None, slots: OutputSlots | None = None):
+        self.slots = slots if slots is not None else OutputSlots(n_inputs, content)
+        if self.slots.n != n_inputs:
+            raise ValueError(f"{n_inputs} input sets, but the shared slots rotate over {self.slots.n}")
+        self.n = n_inputs
+        self.bind = bind
+        self.written: set[int] = set()  # outputs written since the last check
+        self.inputs_used: set[int] = set()  # input sets read since the last check
+        self.failure = ""
+        self._launchers: dict[tuple[int, int], Callable[[], None]] = {}
+
+    @property
+    def last(self) -> list[int]:
+        return self.slots.last
+
+    def pick(self, i: int) -> tuple[int, int]:
+        return self.slots.pick(i)
+
     def __call__(self, i: int) -> None:
         i, o = self.pick(i)
         launch = self._launchers.get((i, o))
         if launch is None:
             launch = self._launchers[(i, o)] = self.bind(i, o)
         launch()
-        self.last[o] = i
+        self.slots.last[o] = i
         self.written.add(o)
         self.inputs_used.add(i)
 

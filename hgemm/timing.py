@@ -91,14 +91,15 @@ def summarize(samples_us: list[float], launches: int, method: str, clocks: Clock
                        clocks.summary() if clocks else None, host_bound)
 
 
-AfterBatch = Callable[[str], None]
+AfterBatch = Callable[[str, bool], None]  # (contender, whether this was its last batch)
 
 
 class Timer:
     """Times contenders: callables f(i) that enqueue one run on buffer set i (on the default stream).
 
-    `after_batch(name)`, when given, runs after each of a contender's batches has finished and before
-    the next starts, outside every timed region."""
+    `after_batch(name, last)`, when given, runs after each of a contender's batches has finished and
+    before the next starts, outside every timed region; `last` marks the contender's final batch, the
+    moment to check everything its timed runs left (the next contender may overwrite shared outputs)."""
 
     def __init__(self, utilities: Utilities, n_sets: int, reps: int = 10, target_batch_ms: float = 2.0,
                  max_launches: int = 1000, method: str = "spin_batch", clocks: ClockProbe | None = None,
@@ -189,7 +190,7 @@ class Timer:
                 samples[name].append(max(us - self.overhead_us, 0.0) / n)
                 offset += n
                 if after_batch is not None:
-                    after_batch(name)
+                    after_batch(name, rep == self.reps - 1)
             after = self._read_clocks()
             for name in names:
                 logs[name].around(before, after)
@@ -232,7 +233,7 @@ class Timer:
             host_bound = host_s * 1e3 > 0.9 * gpu_ms
             out[name] = summarize(kept, per_sub, "sustained", log, host_bound)
             if after_batch is not None:
-                after_batch(name)
+                after_batch(name, True)
         return out
 
     # -- events ---------------------------------------------------------------------------------
@@ -251,7 +252,7 @@ class Timer:
             samples.append(self.end.time_since(self.start) * 1e3)
         log.around(before, self._read_clocks())
         if after_batch is not None:
-            after_batch(name)
+            after_batch(name, True)
         return summarize(samples, 1, "events", log)
 
 

@@ -235,6 +235,33 @@ def test_reused_outputs_are_what_the_guards_close(guarded):
         assert cands["stale_output"]["time_us"] < 0.5 * cands["naive"]["time_us"], cands
 
 
+def test_candidates_share_the_timings_outputs(evaluator):
+    """The rotating outputs belong to the problem, not to each candidate: timing eight candidates of a
+    shape whose C is 134 MB needs no more memory than timing one (each of its own would add three outputs,
+    400 MB, a candidate), and each is still checked against the product its last batch wrote."""
+    import torch
+
+    from hgemm.pool import compile_all
+
+    problem = Problem(4096, 4096, 64, batch=4)
+    text = (ROOT / "kernels_corpus/reference/mma_sync.cu").read_text()
+    entries = [e for e, _ in compile_all([(f"mma_sync_{i}", text) for i in range(8)], layouts=("NN",))]
+    options = evaluator.options
+    evaluator.options = EvalOptions(reps=3, baselines=("cublas",))
+    peaks = {}
+    try:
+        for count in (1, 8):
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            out = evaluator.run_problem(problem, entries[:count], lambda *_: None)
+            peaks[count] = torch.cuda.max_memory_allocated()
+            assert all(r["status"] == "ok" and r["time_us"] > 0 for r in out["candidates"].values()), out["candidates"]
+    finally:
+        evaluator.options = options
+    c_bytes = 2 * problem.batch * problem.M * problem.N
+    assert peaks[8] - peaks[1] < c_bytes, peaks
+
+
 def test_a_write_into_the_reference_data_is_blamed_on_its_kernel_and_undone(evaluator):
     """A wild write past every guard band can land in the data a problem's candidates share: the float64
     reference, |A| @ |B| (which scales the tolerance) or the pristine input copies. Written here by hand

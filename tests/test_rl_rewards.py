@@ -259,7 +259,7 @@ def test_a_harness_exception_becomes_data(tmp_path):
 
 
 def test_format_shaping_orders_parse_errors_below_compile_errors():
-    from training.rewards import RewardSettings, class_rewards, format_progress, verdict_reward
+    from training.rewards import class_rewards, format_progress, verdict_reward
 
     s = reward_settings()
     naive = (ROOT / "kernels_corpus/reference/naive.cu").read_text()

@@ -8,7 +8,7 @@ import torch
 
 from conftest import ROOT
 from hgemm.clocks import ClockLog, ClockProbe, reason_names
-from hgemm.rotation import RotatingOutputs, SampledReference
+from hgemm.rotation import OutputSlots, RotatingOutputs, SampledReference
 from hgemm.summary import clock_cell
 
 
@@ -113,6 +113,51 @@ def test_a_kernel_that_skips_reused_outputs_is_caught_in_the_first_batch_that_re
     else:
         assert failures == ["", "", ""]
     assert rot.check_written(outs, ref, also=torch.tensor(True)) is True  # a flag read in the same sync
+
+
+def test_contenders_sharing_outputs_each_find_another_sets_product_and_a_skipper_is_caught():
+    # the evaluator's candidates share one pool of outputs: whichever contender last wrote an output,
+    # the next launch into it is for another input set, and each batch is checked before the next
+    # contender's batch overwrites what it wrote
+    n = 3
+    A, B = _sets(n)
+    ref = SampledReference(A, B, "NN", torch.Generator().manual_seed(2))
+    outs = torch.full((n + 1, 2, 33, 17), float("nan"), dtype=torch.float16)
+    slots = OutputSlots(n)
+    launches = []
+
+    def honest(i, o):
+        def launch():
+            launches.append((i, o))
+            outs[o].copy_(_product(A[i], B[i], "NN"))
+        return launch
+
+    lazy = LazyKernel(A, B, outs, "NN")
+
+    def skipper(i, o):
+        inner = lazy.bind(i, o)
+        return lambda: (launches.append((i, o)), inner())
+
+    rots = {"honest": RotatingOutputs(n, honest, slots=slots), "skipper": RotatingOutputs(n, skipper, slots=slots)}
+    holds = [-1] * (n + 1)
+    failures = {name: [] for name in rots}
+    offset = 0
+    for rep in range(4):
+        for name in (["honest", "skipper"] if rep % 2 == 0 else ["skipper", "honest"]):
+            for j in range(2):
+                before = len(launches)
+                rots[name]((offset + j) % n)
+                (i, o), = launches[before:]
+                assert holds[o] != i  # another set's product, whoever wrote it
+                holds[o] = i
+            offset += 2
+            rots[name].check_written(outs, ref)
+            failures[name].append(rots[name].failure)
+    assert slots.last == holds
+    assert failures["honest"] == [""] * 4
+    assert failures["skipper"][-1].startswith("output"), failures  # it found numbers and kept them
+    with pytest.raises(ValueError):
+        RotatingOutputs(n + 1, honest, slots=slots)
 
 
 def test_gemm_candidates_may_keep_no_module_state_tasks_may():

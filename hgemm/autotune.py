@@ -74,7 +74,7 @@ class SampledRows:
     """Scratch operands of a problem and the float64 product of SAMPLED_ROWS random rows of C."""
 
     def __init__(self, problem: Problem, device, seed: int = 0):
-        gen = torch.Generator(device=device).manual_seed(seed)
+        gen = self.gen = torch.Generator(device=device).manual_seed(seed)  # never the caller's global RNG
         self.problem = problem
         self.a = random_tensor(problem.a_shape, "normal", gen, device)
         self.b = random_tensor(problem.b_shape, "normal", gen, device)
@@ -114,7 +114,9 @@ class SampledRows:
             room = min(TIMING_BYTES, free // 4)
             n = max(1, min(MAX_SETS, room // set_bytes, math.ceil(L2_MULTIPLE * l2 / set_bytes)))
             self._sets = [(self.a, self.b, self.c)] + [
-                (torch.randn_like(self.a), torch.randn_like(self.b), torch.empty_like(self.c)) for _ in range(n - 1)]
+                (random_tensor(p.a_shape, "normal", self.gen, self.a.device),
+                 random_tensor(p.b_shape, "normal", self.gen, self.a.device), torch.empty_like(self.c))
+                for _ in range(n - 1)]
         return self._sets
 
     def time_us(self, run: Run) -> float:

@@ -121,7 +121,9 @@ def test_a_library_that_autotunes_serves_the_fastest_verified_of_its_search(tmp_
     merge_libraries([LIBRARY], tmp_path, autotune=4)
     gen = torch.Generator("cuda").manual_seed(6)
     a, b = operands(*shape, gen)
+    rng = torch.cuda.get_rng_state()
     assert close(hgemm.matmul(a, b, library=tmp_path), a, b)
+    assert torch.equal(torch.cuda.get_rng_state(), rng)  # the search's scratch data leaves the caller's RNG alone
     p = Problem(*shape)
     lib = Library(tmp_path)
     searched = [c.name for c in autotune.candidates(lib, p, lib.lookup(p), 4)]

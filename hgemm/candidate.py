@@ -13,6 +13,7 @@ per line:
     grid: cdiv(N, 128), cdiv(M, 128), batch
     smem: 3 * (128 * 32 + 32 * 128) * 2     # dynamic shared memory bytes (default 0)
     workspace: 0                # bytes of zero-filled scratch passed to the kernel (default 0)
+    workspace_zero: kept        # the kernel leaves the zero-filled part zero (default: launch)
     layouts: NN, TN             # which B layouts the kernel implements (default NN)
     tensor_map: A, box=(128, 64), swizzle=128   # optional, repeatable: a TMA descriptor parameter
     tensor_map: B, box=(64, 64), swizzle=128, staged=1   # ... of a padded copy the kernel writes
@@ -23,6 +24,14 @@ multiprocessor count, for persistent kernels), integer literals, + - * // %, and
 cdiv(a, b), round_up(a, b), min(...), max(...). An expression of literals alone is checked when the
 spec is parsed (a grid dimension outside CUDA's range, a negative smem or workspace); one that uses
 variables is checked for each problem by LaunchSpec.launch_dims.
+
+`workspace_zero` says who zero-fills the workspace (staged operand copies at its start aside,
+hgemm.params.workspace_to_zero). `launch`, the default: the harness and hgemm.matmul fill it before
+every launch, and the fill is timed with the kernel. `kept`: the kernel promises to leave that part zero
+when it exits (a split-K reduction's last CTA clears the partial sums and counter it read, a grid
+barrier resets its counter), so it is filled once, when allocated, and every launch saves the fill. The
+harness holds the kernel to it: a verification launch or a timed batch that leaves any of it non-zero
+makes the kernel `wrong`.
 
 A candidate may include the project's device headers, `#include <hgemm/NAME.cuh>` (hgemm/include/,
 the one user include path the compiler gets), and CUDA's own headers named in CUDA_HEADERS or under
@@ -46,7 +55,8 @@ from pathlib import Path
 SPEC_OPEN = "/*@launch"
 SPEC_CLOSE = "@*/"
 GEMM_VARIABLES = ("M", "N", "K", "batch")
-KNOWN_FIELDS = ("entry", "block", "grid", "smem", "workspace", "layouts", "tensor_map")
+KNOWN_FIELDS = ("entry", "block", "grid", "smem", "workspace", "workspace_zero", "layouts", "tensor_map")
+WORKSPACE_ZERO = ("launch", "kept")  # who zero-fills the workspace: the launcher before each launch, or the kernel keeps it
 SWIZZLES = (0, 32, 64, 128)
 OPERANDS = ("A", "B", "C")
 GRID_LIMITS = (2**31 - 1, 65535, 65535)  # CUDA's maximum grid dimensions x, y, z
@@ -197,6 +207,12 @@ class LaunchSpec:
     workspace: Expr
     layouts: tuple[str, ...] = ("NN",)
     tensor_maps: tuple[TensorMapSpec, ...] = ()
+    workspace_zero: str = "launch"
+
+    @property
+    def zero_each_launch(self) -> bool:
+        """Whether the launcher zero-fills the workspace before every launch (`workspace_zero: launch`)."""
+        return self.workspace_zero == "launch"
 
     def launch_dims(self, env: dict[str, int]) -> tuple[tuple[int, int, int], tuple[int, int, int], int, int]:
         """(grid, block, dynamic smem bytes, workspace bytes) for concrete variables; a bad value is a SpecError."""
@@ -219,8 +235,9 @@ class LaunchSpec:
             "grid: " + ", ".join(g.text for g in self.grid),
             f"smem: {self.smem.text}",
             f"workspace: {self.workspace.text}",
-            "layouts: " + ", ".join(self.layouts),
         ]
+        lines += [] if self.zero_each_launch else [f"workspace_zero: {self.workspace_zero}"]
+        lines += ["layouts: " + ", ".join(self.layouts)]
         lines += [t.render() for t in self.tensor_maps]
         lines.append(SPEC_CLOSE)
         return "\n".join(lines)
@@ -342,7 +359,11 @@ def parse_spec(text: str, variables: tuple[str, ...] = GEMM_VARIABLES) -> Launch
     bad = [x for x in layouts if x not in ("NN", "TN")]
     if bad or not layouts:
         raise SpecError("layouts", f"must list NN and/or TN, got '{fields.get('layouts')}'")
-    return LaunchSpec(entry, block, grid, scalars["smem"], scalars["workspace"], layouts, tuple(tensor_maps))
+    workspace_zero = fields.get("workspace_zero", "launch")
+    if workspace_zero not in WORKSPACE_ZERO:
+        raise SpecError("workspace_zero", f"'{workspace_zero}' is not one of {', '.join(WORKSPACE_ZERO)}")
+    return LaunchSpec(entry, block, grid, scalars["smem"], scalars["workspace"], layouts, tuple(tensor_maps),
+                      workspace_zero)
 
 
 def _code_lines(text: str) -> list[str]:

@@ -119,7 +119,7 @@ class GemmEvaluator:
         """A zero-argument launcher with the parameter buffer packed once."""
         dims = self.launch_setup(kernel, spec, problem)
         buf = gemm_param_buffer(spec, problem, A, B, C, W, kernel.param_layout)
-        return self.launcher(kernel, dims, buf, workspace_to_zero(spec, problem, W))
+        return self.launcher(kernel, dims, buf, workspace_to_zero(spec, problem, W) if spec.zero_each_launch else None)
 
     # -- verification ---------------------------------------------------------------------------
     def checked_launch(self, launch: Callable[[], None]) -> tuple[float, dict | None]:
@@ -164,11 +164,16 @@ class GemmEvaluator:
             except (SpecError, ValueError) as e:
                 status = "launch_error" if isinstance(e, SpecError) else "unsupported"
                 return {"status": status, "error": str(e), "checks": checks}
+            kept = workspace_to_zero(cand.spec, problem, W.tensor) if W is not None and not cand.spec.zero_each_launch else None
+            if kept is not None:
+                kept.zero_()  # once, as the timing and hgemm.matmul fill it: the kernel keeps it so
             us, failure = self.checked_launch(launch)
             if failure:
                 return failure | {"checks": checks}
             launch_us = max(launch_us, us)
             problems = []
+            if kept is not None and bool((kept.view(torch.int16) != 0).any()):
+                problems.append("left its workspace non-zero (workspace_zero: kept promises to leave it zero)")
             for name, buf in (("A", A), ("B", B), ("C", C)) + ((("workspace", W),) if W is not None else ()):
                 if not buf.guards_intact():
                     problems.append(f"wrote outside {name} (guard band changed)")
@@ -272,6 +277,8 @@ class GemmEvaluator:
         m = outs.shape[0]
         ws_bytes = cand.spec.workspace(env)
         ws = _rows(m + 1, -(-ws_bytes // 2)) if ws_bytes else None
+        if ws is not None and not cand.spec.zero_each_launch:
+            ws.zero_()  # once: the kernel keeps it zero (workspace_zero: kept), checked after every batch
         dims = self.launch_setup(kernel, cand.spec, problem)
         spec, layout = cand.spec, None
         by_input: dict[int, bytes] = {}
@@ -289,15 +296,18 @@ class GemmEvaluator:
                 by_input[i] = pack_params(gemm_params(spec, problem, sets.A[i], sets.B[i], outs[0],
                                                       ws[0] if ws is not None else None), layout)
             buf = patch_params(by_input[i], by_output[o], layout, which)
-            return self.launcher(kernel, dims, buf, workspace_to_zero(spec, problem, W))
+            return self.launcher(kernel, dims, buf, workspace_to_zero(spec, problem, W) if spec.zero_each_launch else None)
 
         fresh = self.bind(kernel, cand.spec, problem, sets.A[0], sets.B[0], pool["fresh_out"],
                           ws[m] if ws is not None else None)
+        # the zero-filled part of each output's workspace, for a kernel that keeps it zero
+        kept = [workspace_to_zero(spec, problem, w) for w in ws] if ws is not None and not spec.zero_each_launch else None
+        common = {"fresh": fresh, "recheck": [], "kept": kept, "dirty": ""}
         if self.options.fresh_outputs:
             rot = RotatingOutputs(n, bind, slots=pool["slots"])
-            return {"run": rot, "rotation": rot, "fresh": fresh, "recheck": []}
+            return {"run": rot, "rotation": rot} | common
         run, touched = tracked([bind(i, i) for i in range(n)])
-        return {"run": run, "rotation": None, "touched": touched, "fresh": fresh, "recheck": []}
+        return {"run": run, "rotation": None, "touched": touched} | common
 
     def time_problem(self, problem: Problem, entries: list[Entry], results: dict[str, dict], seed: int,
                      alive: Callable[[], None] = lambda: None) -> dict:
@@ -339,6 +349,13 @@ class GemmEvaluator:
             else:
                 written = {i: i for i in c["touched"]}
                 c["touched"].clear()
+            if c["kept"] is not None and written and not c["dirty"]:
+                outs = sorted(written)
+                flags = torch.stack([(c["kept"][o].view(torch.int16) != 0).any() for o in outs]).tolist()
+                left = [o for o, f in zip(outs, flags) if f]
+                if left:
+                    c["dirty"] = (f"a timed launch left output {left[0]}'s workspace non-zero "
+                                  "(workspace_zero: kept promises to leave it zero)")
             if last:
                 c["recheck"] = self._recheck(pool["outs"], written, sets, problem, refs, rng)
 
@@ -378,7 +395,7 @@ class GemmEvaluator:
         for name, c in cands.items():
             res = results[name]
             s = stats[f"cand:{name}"]
-            bad = list(c["recheck"])
+            bad = list(c["recheck"]) + ([c["dirty"]] if c["dirty"] else [])
             if c["rotation"] is not None and c["rotation"].failure:
                 bad.insert(0, "a timed launch left a wrong result: " + c["rotation"].failure)
             if c.get("modified_inputs"):

@@ -5,7 +5,8 @@ stream, records into CUDA graphs (compile and load once, outside capture, by cal
 and is opaque to torch.compile through its fake implementation; its gradient is two more calls of it. Dispatch is decided once per
 (library, shape, layout) and cached with the loaded kernel: a call packs parameters and launches. A
 library that sets `autotune` decides a shape it has no entry for by timing a few kernels at the first
-call (hgemm.autotune).
+call (hgemm.autotune). A workspace is zero-filled before each launch, as the harness does, except for a
+kernel that keeps it zero itself (`workspace_zero: kept`), which gets one filled once per shape and stream.
 
 Inputs the kernels do not take (not fp16, not CUDA, not 2-D/3-D of one rank, a B that is neither
 contiguous nor a transposed contiguous tensor) run torch.matmul instead, logged once per reason; a
@@ -37,7 +38,13 @@ _DEFAULT_PATH = str(DEFAULT_LIBRARY)  # absolute; a string, since the ops take t
 _libraries: dict[str, Library] = {}
 _launchers: dict[tuple[str, str], "StreamKernel"] = {}  # (kernel name, layout) -> loaded kernel
 _choices: dict[tuple[str, str], tuple] = {}  # (library, problem key) -> _dispatched's answer
+# (device, stream, kernel text's hash, problem key) -> the zero-filled workspace a `workspace_zero: kept` kernel
+# leaves zero: one per shape, since a staged copy of one shape may cover where another keeps its
+# zeros, and per stream, since launches on two streams would share it at once. The oldest go first.
+_kept: dict[tuple[int, int, str, str], torch.Tensor] = {}
+KEPT_WORKSPACES = 64
 _lock = threading.Lock()
+_kept_lock = threading.Lock()  # apart from _lock, which a first call holds through its search
 _said: set[str] = set()
 
 
@@ -145,7 +152,10 @@ def autotuned(problem: Problem, choices: list[Choice]) -> autotune.Search:
 
     def launcher(choice: Choice):
         kernel, dims = _loaded(choice, problem)
-        return lambda a, b, c: _launch(choice, kernel, dims, problem, a, b, c)
+        # made here, outside any capture: the graph-timed launches then run as an eager call does
+        ws = _zeroed(dims[3], torch.device("cuda", torch.cuda.current_device())) \
+            if dims[3] and not choice.candidate.spec.zero_each_launch else None
+        return lambda a, b, c: _launch(choice, kernel, dims, problem, a, b, c, ws)
 
     try:
         search = autotune.pick(problem, choices, launcher, torch.device("cuda", torch.cuda.current_device()))
@@ -259,17 +269,39 @@ def _run(A: torch.Tensor, B: torch.Tensor, library: str, out: torch.Tensor) -> N
 
 
 def _launch(choice: Choice, kernel: StreamKernel, dims: tuple, p: Problem, a: torch.Tensor, b: torch.Tensor,
-            c: torch.Tensor) -> None:
-    """One launch on the current stream: a, b and c as the kernels take them (3-D, contiguous storage)."""
+            c: torch.Tensor, ws: torch.Tensor | None = None) -> None:
+    """One launch on the current stream: a, b and c as the kernels take them (3-D, contiguous storage).
+    `ws`: a zero-filled workspace that the kernel keeps zero (`workspace_zero: kept`), made by the caller."""
     grid, block, smem, ws_bytes = dims
     kernel.make_current()
-    ws = torch.empty(ws_bytes, dtype=torch.uint8, device=a.device) if ws_bytes else None
-    if ws is not None:
-        zero = workspace_to_zero(choice.candidate.spec, p, ws)
-        if zero is not None and zero.numel():
-            zero.zero_()  # the harness's contract (the staged copies at its start are overwritten whole)
-    params = gemm_param_buffer(choice.candidate.spec, p, a, b, c, ws, kernel.param_layout)
+    spec = choice.candidate.spec
+    if ws is None and ws_bytes:
+        if not spec.zero_each_launch and not torch.cuda.is_current_stream_capturing():
+            ws = _kept_workspace(choice.candidate.sha, p, ws_bytes, a.device)
+        else:  # the harness's contract, per launch (inside a capture: a fill node of the graph)
+            ws = torch.empty(ws_bytes, dtype=torch.uint8, device=a.device)
+            zero = workspace_to_zero(spec, p, ws)
+            if zero is not None and zero.numel():
+                zero.zero_()  # the staged copies at its start are overwritten whole
+    params = gemm_param_buffer(spec, p, a, b, c, ws, kernel.param_layout)
     kernel.launch(grid, block, params, smem, torch.cuda.current_stream(a.device).cuda_stream)
+
+
+def _zeroed(nbytes: int, device: torch.device) -> torch.Tensor:
+    return torch.zeros(nbytes, dtype=torch.uint8, device=device)  # filled on the current stream, before the launch
+
+
+def _kept_workspace(kernel: str, p: Problem, nbytes: int, device: torch.device) -> torch.Tensor:
+    """The workspace of a `workspace_zero: kept` kernel (by its text's hash) on this stream and shape,
+    zero-filled once."""
+    key = (device.index, torch.cuda.current_stream(device).cuda_stream, kernel, p.key)
+    with _kept_lock:
+        ws = _kept.get(key)
+        if ws is None:
+            while len(_kept) >= KEPT_WORKSPACES:  # freed in its stream's order: queued launches finish first
+                del _kept[next(iter(_kept))]
+            ws = _kept[key] = _zeroed(nbytes, device)
+    return ws
 
 
 @torch.library.custom_op("hgemm::matmul", mutates_args=())

@@ -146,8 +146,9 @@ def staged_operands(spec, problem) -> list[StagedOperand]:
 
 
 def workspace_to_zero(spec, problem, W):
-    """The part of the workspace the harness zeroes before every launch: all of it, less the staged
-    copies at its start (`staged=1` tensor maps), which the kernel overwrites whole. Zeroing those would
+    """The part of the workspace the harness zeroes before every launch (once, when it is allocated,
+    for a kernel that keeps it zero: `workspace_zero: kept`): all of it, less the staged copies at its
+    start (`staged=1` tensor maps), which the kernel overwrites whole. Zeroing those would
     add ~25 us of memset to a 4095^3 launch for nothing. None without a workspace."""
     if W is None:
         return None

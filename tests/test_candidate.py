@@ -25,6 +25,15 @@ def test_spec_round_trips_through_render():
     assert again.spec == cand.spec
 
 
+def test_who_zero_fills_the_workspace_is_the_launchers_unless_the_kernel_keeps_it():
+    by_launch = parse_candidate(with_spec("entry: k\nblock: 32\ngrid: 1\nworkspace: M * 4")).spec
+    kept = parse_candidate(with_spec("entry: k\nblock: 32\ngrid: 1\nworkspace: M * 4\nworkspace_zero: kept")).spec
+    assert by_launch.zero_each_launch and by_launch.workspace_zero == "launch"
+    assert not kept.zero_each_launch and kept.workspace_zero == "kept"
+    assert "workspace_zero" not in by_launch.render() and "workspace_zero: kept" in kept.render()
+    assert parse_candidate(with_spec(kept.render()[len("/*@launch\n"):-len("\n@*/")])).spec == kept
+
+
 @pytest.mark.parametrize("spec,field", [
     ("block: 16\ngrid: 1", "entry"),
     ("entry: k\ngrid: 1", "block"),
@@ -40,6 +49,7 @@ def test_spec_round_trips_through_render():
     ("entry: k\nblock: 32\ngrid: 1\ntensor_map: A, box=(64, 512)", "tensor_map"),
     ("entry: k\nblock: 32\ngrid: 1\ntensor_map: A, box=(64, 64), swizzle=16", "tensor_map"),
     ("entry: 9k\nblock: 32\ngrid: 1", "entry"),
+    ("entry: k\nblock: 32\ngrid: 1\nworkspace: 64\nworkspace_zero: never", "workspace_zero"),
 ])
 def test_malformed_spec_names_the_field(spec, field):
     with pytest.raises(SpecError) as err:

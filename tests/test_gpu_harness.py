@@ -34,6 +34,7 @@ ADVERSARIAL = {
     "lying_grid": {"wrong"},
     "lying_smem": {"crash", "launch_error", "wrong"},
     "wrong_signature": {"launch_error"},
+    "dirty_workspace": {"wrong"},  # a workspace it promised to leave zero, left written
 }
 
 

@@ -131,3 +131,47 @@ def test_a_library_that_autotunes_serves_the_fastest_verified_of_its_search(tmp_
     assert kept.name in searched and ops.dispatch(str(tmp_path), p) is kept  # decided once
     a2, b2 = operands(*shape, gen)
     assert close(hgemm.matmul(a2, b2, library=tmp_path), a2, b2)
+
+
+KEPT_ZERO = [("mma_sync_16x128x64_w1x4_s3_g8_sk8_mp", (64, 125, 2267, 1, "TN")),
+             ("wgmma_128x128x64_c2_s5_g8_es_staged", (647, 448, 91, 1, "TN")),
+             ("wgmma_128x64x64_c1_s6_g8_sk4_staged", (87, 384, 1589, 1, "TN")),
+             ("skinny_tn_m8_npw4_sk16", (8, 3000, 4099, 1, "TN")),
+             ("skinny_nn_m1_bn256_sk4", (1, 4096, 4096, 2, "NN"))]
+
+
+@pytest.mark.parametrize("name,shape", KEPT_ZERO, ids=lambda x: x if isinstance(x, str) else "x".join(map(str, x)))
+def test_a_kernel_that_keeps_its_workspace_zero_serves_call_after_call(tmp_path, name, shape):
+    """Split-K reductions and the staged grid barrier leave their workspace zero (`workspace_zero: kept`):
+    hgemm.matmul fills it once, so every call after the first relies on the kernel having cleared it, on
+    the stream it runs on and in a graph replayed again and again."""
+    from conftest import write_library
+    from hgemm.candidate import parse_candidate
+    from hgemm.cost import family_text
+    from hgemm.problem import Problem
+
+    text = family_text(name)
+    assert not parse_candidate(text).spec.zero_each_launch
+    write_library(tmp_path, {name: text}, {Problem(*shape).key: name}, name)
+    gen = torch.Generator("cuda").manual_seed(7)
+    for _ in range(3):
+        a, b = operands(*shape, gen)
+        assert close(hgemm.matmul(a, b, library=tmp_path), a, b)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        a, b = operands(*shape, gen)
+        c = hgemm.matmul(a, b, library=tmp_path)
+    side.synchronize()
+    assert close(c, a, b)
+    a, b = operands(*shape, gen)
+    out = hgemm.matmul(a, b, library=tmp_path)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        hgemm.matmul(a, b, out=out, library=tmp_path)
+    for _ in range(3):
+        a2, b2 = operands(*shape, gen)
+        a.copy_(a2)
+        b.copy_(b2)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert close(out, a2, b2)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 
 def launch_spec(entry: str, block: int, grid: str, smem: int | str = 0, workspace: int | str = 0,
-                layouts: str = "NN, TN") -> str:
-    """The `/*@launch ... @*/` block (docs/candidate-format.md) of one entry."""
+                layouts: str = "NN, TN", kept_zero: bool = False) -> str:
+    """The `/*@launch ... @*/` block (docs/candidate-format.md) of one entry. kept_zero: the kernel leaves
+    its workspace zero (`workspace_zero: kept`), so no launch zero-fills it."""
     return "\n".join(["/*@launch", f"entry: {entry}", f"block: {block}", f"grid: {grid}", f"smem: {smem}",
-                      f"workspace: {workspace}", f"layouts: {layouts}", "@*/"])
+                      f"workspace: {workspace}"] + (["workspace_zero: kept"] if kept_zero else [])
+                     + [f"layouts: {layouts}", "@*/"])
 
 
 def header_candidate(comment: str, header: str, spec: str, entry: str, threads: int, min_blocks: int,

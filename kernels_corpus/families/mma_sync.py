@@ -125,6 +125,8 @@ def spec_text(p: dict) -> str:
         f"grid: {grid}",
         f"smem: {_smem_bytes(p)}",
         f"workspace: {workspace}",
+        # the CTA that reduces a split tile clears its partial sums and counter (hgemm/mma_sync_gemm.cuh)
+        *(["workspace_zero: kept"] if p["split_k"] > 1 else []),
         "layouts: NN, TN",
         "@*/",
     ])

@@ -78,7 +78,9 @@ def spec_text(p: dict) -> str:
     workspace = "0"
     if p["split_k"] > 1:
         workspace = f"batch * M * N * 4 + batch * {mchunks} * {tiles_x} * 4"
-    return launch_spec(name(p), NT, f"{tiles_x}, {ksplit}, batch * {mchunks}", _smem(p), workspace, p["kind"].upper())
+    # the CTA that reduces a split tile clears its partial sums and counter (hgemm/skinny.cuh)
+    return launch_spec(name(p), NT, f"{tiles_x}, {ksplit}, batch * {mchunks}", _smem(p), workspace, p["kind"].upper(),
+                       kept_zero=p["split_k"] > 1)
 
 
 def render(p: dict) -> str:

@@ -271,6 +271,8 @@ def spec_text(p: dict) -> str:
         _grid(p),
         f"smem: {_smem_bytes(p)}",
         f"workspace: {workspace}",
+        # the last CTA past the grid barrier resets its counters (hgemm/staged_loader.cuh)
+        *(["workspace_zero: kept"] if ops else []),
         "layouts: NN, TN",
         f"tensor_map: A, box=({p['bm']}, {BK}), swizzle=128{staged['A']}",
         f"tensor_map: B, box=(64, 64), swizzle=128{staged['B']}",

@@ -9,7 +9,8 @@
 //                 alignment), store_half2 (a guarded pair of C values), pack_halves (two fp32 as a half2 word)
 //   columns       spread_column (the B column order that leaves each lane 8 consecutive columns of C)
 //   scheduling    grouped_tile (grouped rasterisation), k_tile_range (split-K share)
-//   split-K       splitk_arrive_last (per-tile counter in the workspace after the fp32 partials)
+//   split-K       splitk_arrive_last (per-tile counter in the workspace after the fp32 partials),
+//                 splitk_take and splitk_reset (the reducing CTA leaves the workspace zero)
 #pragma once
 
 #include <cuda_fp16.h>
@@ -164,6 +165,21 @@ __device__ __forceinline__ bool splitk_arrive_last(void* workspace, long long mn
   __syncthreads();
   if (last) __threadfence();
   return last;
+}
+
+// The reducing CTA's last step (after splitk_arrive_last returned true and it read the tile back,
+// clearing each partial sum it read): the tile's counter back to zero. Every split has arrived, so
+// nothing else touches them; the next launch finds the workspace as the first did (`workspace_zero:
+// kept`: no launch zero-fills it).
+__device__ __forceinline__ void splitk_reset(void* workspace, long long mn_total, long long tile) {
+  if (threadIdx.x == 0) reinterpret_cast<int*>(reinterpret_cast<float*>(workspace) + mn_total)[tile] = 0;
+}
+
+// A partial sum read back by the reducing CTA, and cleared for the next launch.
+__device__ __forceinline__ float splitk_take(float* p) {
+  const float v = __ldcg(p);  // the partials of other SMs, not L1
+  __stcg(p, 0.f);
+  return v;
 }
 
 }  // namespace hgemm

@@ -13,7 +13,7 @@
 //   * C is written with half2 stores when N is even and C is 4-byte aligned, else element-wise.
 // Split-K: the launch's gridDim.y splits the k tiles; with gridDim.y > 1 each CTA adds its fp32
 // partial tile into the zero-filled workspace (batch * M * N floats, then one int counter per tile)
-// and the CTA that arrives last converts the tile to fp16.
+// and the CTA that arrives last converts the tile to fp16 and leaves its part of the workspace zero.
 //
 // Pieces, each usable alone: MmaSyncTile (the tile's derived sizes), TileLoader (global -> swizzled
 // smem), MmaSyncGemm<Tile>::{FragOffsets, compute_stage, mainloop, store_tile, splitk_epilogue, run}.
@@ -265,8 +265,9 @@ struct MmaSyncGemm {
 
   // Split-K (gridDim.y > 1): this CTA's fp32 partials are added atomically into the zero-filled
   // workspace (batch * M * N floats; an empty share, nk == 0, adds nothing), then it arrives on the
-  // tile's counter (ints after the floats); the CTA arriving last converts the tile to fp16 (__ldcg:
-  // the partials of other SMs, not L1). Every split of a tile must arrive, empty ones included.
+  // tile's counter (ints after the floats, hgemm::splitk_arrive_last); the CTA arriving last converts
+  // the tile to fp16, clearing the partials and the counter as it goes, so the workspace is zero
+  // again when the kernel exits. Every split of a tile must arrive, empty ones included.
   // (tm, tn): the tile of tiles_m x tiles_n of batch entry bz.
   __device__ __forceinline__ static void splitk_epilogue(const Acc& acc, const Operands& o, void* workspace, __half* Cb,
                                                          long long bz, int batch, int nk, int row_base, int col_base,
@@ -287,22 +288,13 @@ struct MmaSyncGemm {
             if (c + 1 < N) atomicAdd(dst + 1, acc[mi][ni][2 * h + 1]);
           }
     }
-    __shared__ int is_last;
-    // Make this CTA's partials visible device-wide before announcing arrival.
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      int* counters = reinterpret_cast<int*>(reinterpret_cast<float*>(workspace) + (long long)batch * M * N);
-      const int prev = atomicAdd(counters + bz * tiles_m * tiles_n + tm * tiles_n + tn, 1);
-      is_last = (prev == (int)gridDim.y - 1);
-    }
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
+    const long long tile = bz * tiles_m * tiles_n + tm * tiles_n + tn;
+    if (!splitk_arrive_last(workspace, (long long)batch * M * N, tile)) return;
     for (int i = threadIdx.x; i < BM * BN; i += NT) {
       const int r = o.m0 + i / BN, c = o.n0 + i % BN;
-      if (r < M && c < N) Cb[(long long)r * N + c] = __float2half_rn(__ldcg(ws + (long long)r * N + c));
+      if (r < M && c < N) Cb[(long long)r * N + c] = __float2half_rn(splitk_take(ws + (long long)r * N + c));
     }
+    splitk_reset(workspace, (long long)batch * M * N, tile);  // the workspace as the launch found it
   }
 
   // The whole kernel: tile (grouped rasterisation over blockIdx.x), batch entry (blockIdx.z), k share

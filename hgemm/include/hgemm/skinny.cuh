@@ -9,7 +9,8 @@
 //     and the warp reduces with shuffles.
 // Grid: (column tiles, k splits, batch * cdiv(M, MT)). With gridDim.y > 1 the partials go to a
 // zero-filled fp32 workspace (batch * M * N floats, then an int counter per CTA column and z) and
-// the last CTA of a tile converts it (splitk_arrive_last). Rows beyond M read a clamped (valid) A row
+// the last CTA of a tile converts it (splitk_arrive_last), leaving the workspace zero (splitk_take,
+// splitk_reset). Rows beyond M read a clamped (valid) A row
 // and are never stored; columns beyond N are guarded. Misaligned rows (N % 8 for NN-B, K % 8 for A
 // and TN-B, or unaligned base pointers) take a guarded element-wise loop chosen at run time.
 //
@@ -146,8 +147,9 @@ struct SkinnyNN {
     if (!splitk_arrive_last(workspace, mn, tile)) return;
     for (int i = threadIdx.x; i < MT * BN; i += NT) {
       const int row = m0 + i / BN, col = blockIdx.x * BN + i % BN;
-      if (row < M && col < N) Cb[(long long)row * N + col] = __float2half_rn(__ldcg(ws + (long long)row * N + col));
+      if (row < M && col < N) Cb[(long long)row * N + col] = __float2half_rn(splitk_take(ws + (long long)row * N + col));
     }
+    splitk_reset(workspace, mn, tile);
   }
 };
 
@@ -247,8 +249,9 @@ struct SkinnyTN {
     if (!splitk_arrive_last(workspace, (long long)batch * M * N, tile)) return;
     for (int i = threadIdx.x; i < MT * BN; i += NT) {
       const int row = m0 + i / BN, col = blockIdx.x * BN + i % BN;
-      if (row < M && col < N) Cb[(long long)row * N + col] = __float2half_rn(__ldcg(ws + (long long)row * N + col));
+      if (row < M && col < N) Cb[(long long)row * N + col] = __float2half_rn(splitk_take(ws + (long long)row * N + col));
     }
+    splitk_reset(workspace, (long long)batch * M * N, tile);
   }
 };
 

@@ -5,9 +5,9 @@
 // a multiple of 64 fp16 (128 bytes: no TMA box row straddles two 128-byte lines), the layout
 // hgemm.params.staged_operands gives the harness: the copies packed from byte 0 in the order A, B,
 // each at a multiple of 1024 bytes. The harness's `staged=1` tensor maps describe those copies, so a
-// TMA stage ring runs on them unchanged. A one-shot grid barrier (a counter after the copies; the
-// workspace past the copies is zero at launch) separates copying from loading: the grid must be
-// resident at once (persistent, at most one CTA per SM, nothing else on the GPU).
+// TMA stage ring runs on them unchanged. A one-shot grid barrier (two counters after the copies; the
+// workspace past the copies is zero at launch, and the barrier leaves it zero) separates copying from
+// loading: the grid must be resident at once (persistent, at most one CTA per SM, nothing else on the GPU).
 //
 // Everything but stage_operands and staged_grid_barrier is host-callable, so tests run it on the CPU.
 #pragma once
@@ -82,7 +82,8 @@ __host__ __device__ __forceinline__ void stage_rows_from(const __half* src, __ha
 }
 
 // ---------------------------------------------------------------- the grid's copy phase
-// Every CTA of the grid arrives on a zeroed counter and waits until all have. The copies were written
+// Every CTA of the grid arrives on a zeroed counter (arrived[0]) and waits until all have; the last to
+// leave resets it and the leaving count (arrived[1]). The copies were written
 // through the generic proxy and TMA reads them through the async proxy: a proxy fence in every writer,
 // then bar.sync and thread 0's release (cumulative), its atomic, and the acquire and proxy fence of
 // the thread that issues the TMA loads (thread 0 of every CTA).
@@ -102,6 +103,13 @@ __device__ __forceinline__ void staged_grid_barrier(unsigned int* arrived) {
       if (seen >= gridDim.x) break;
       if (clock64() - start > (1LL << 31)) __trap();
       __nanosleep(100);
+    }
+    // The CTA that leaves last (arrived[1] counts those past the wait) puts both counters back to
+    // zero: every CTA has read arrived by then, and the next launch finds the workspace as this one
+    // did (`workspace_zero: kept`: no launch zero-fills it).
+    if (atomicAdd(arrived + 1, 1u) == gridDim.x - 1) {
+      atomicExch(arrived, 0u);
+      atomicExch(arrived + 1, 0u);
     }
     asm volatile("fence.proxy.async.global;\n" ::: "memory");
   }

@@ -18,9 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+from conftest import ROOT
 from hgemm.candidate import INCLUDE_DIR, parse_candidate
 from hgemm.compile import compile_candidate
-from hgemm.problem import Problem
+from hgemm.problem import Problem, load_grid
 from hgemm.tune import CLUSTER_CTAS_AT_ONCE
 from kernels_corpus import families
 from kernels_corpus.families import batched_small, mma_sync, narrow, skinny, skinny_mma, small_k, small_k_mma, wgmma
@@ -66,6 +67,23 @@ def test_every_family_kernel_with_a_workspace_keeps_it_zero():
             assert spec.zero_each_launch != has_workspace, (fam.name(p), spec.workspace.text)
             kept += has_workspace
     assert kept > 100  # split mma_sync and skinny kernels, staged wgmma ones
+
+
+def test_the_workspace_fill_experiment_pins_one_kernel_two_ways(tmp_path):
+    """benchmarks/workspace_fill.py: per shape the same kernel text, once as rendered (filled once) and
+    once without `workspace_zero: kept` (filled before every launch), pinned as exact entries."""
+    from benchmarks.workspace_fill import main
+    from hgemm.library import Library
+
+    assert main([str(ROOT / "benchmarks/search_headroom/tune"), "--out", str(tmp_path)]) == 0
+    problems = load_grid(tmp_path / "grid.yaml")
+    once, each = Library(tmp_path / "fill_once"), Library(tmp_path / "fill_each")
+    assert len(problems) >= 10
+    for p in problems:
+        a, b = once.lookup(p), each.lookup(p)
+        assert a.how == b.how == "exact" and a.name == b.name
+        assert not a.candidate.spec.zero_each_launch and b.candidate.spec.zero_each_launch
+        assert a.candidate.source.replace("workspace_zero: kept\n", "") == b.candidate.source
 
 
 @pytest.mark.parametrize("fam", HEADER_FAMILIES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])

@@ -338,7 +338,7 @@ class GemmEvaluator:
             if c is None:
                 return
             if c["rotation"] is not None:
-                written = {o: pool["slots"].last[o] for o in c["rotation"].written}
+                written = c["rotation"].own_written()
                 changed = ((A_all.view(torch.int16) != inputs_before[0].view(torch.int16)).any()
                            | (B_all.view(torch.int16) != inputs_before[1].view(torch.int16)).any())
                 if c["rotation"].check_written(pool["outs"], sampled, also=changed):

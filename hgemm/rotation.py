@@ -107,6 +107,7 @@ class OutputSlots:
         self.n = n_inputs
         self.m = n_inputs + 1
         self.last = [-1] * self.m  # the input set whose product output o holds (-1: still poisoned)
+        self.writer: list[object | None] = [None] * self.m  # the contender that wrote it
         self._next = 0
 
     def pick(self, i: int) -> tuple[int, int]:
@@ -156,15 +157,23 @@ class RotatingOutputs:
             launch = self._launchers[(i, o)] = self.bind(i, o)
         launch()
         self.slots.last[o] = i
+        self.slots.writer[o] = self
         self.written.add(o)
         self.inputs_used.add(i)
 
+    def own_written(self) -> dict[int, int]:
+        """Output -> input set, for the outputs written since the last check that still hold this
+        contender's writes: with shared slots, another contender may have overwritten one since (the
+        Timer's untimed warm-up launches run every contender before the first check)."""
+        return {o: self.slots.last[o] for o in sorted(self.written) if self.slots.writer[o] is self}
+
     def check_written(self, outputs: torch.Tensor, reference: SampledReference,
                       also: torch.Tensor | None = None) -> bool:
-        """Check every output written since the last call (outputs: (sets, batch, M, N)), keeping the
-        first failure in `failure`. `also`, a boolean on the device, is read in the same synchronisation
-        and returned (False without it): the evaluator's check of the inputs rides along."""
-        which = sorted(self.written)
+        """Check every output written since the last call that still holds this contender's write
+        (outputs: (sets, batch, M, N)), keeping the first failure in `failure`. `also`, a boolean on the
+        device, is read in the same synchronisation and returned (False without it): the evaluator's
+        check of the inputs rides along."""
+        which = sorted(self.own_written())
         self.written.clear()
         self.inputs_used.clear()
         flags = [reference.bad(outputs, which, [self.last[o] for o in which]).any()] if which else []

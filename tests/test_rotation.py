@@ -160,6 +160,27 @@ def test_contenders_sharing_outputs_each_find_another_sets_product_and_a_skipper
         RotatingOutputs(n + 1, honest, slots=slots)
 
 
+def test_an_output_another_contender_overwrote_is_not_blamed_on_the_first():
+    # the Timer's untimed warm-up runs every contender before any check: what B left in an output A wrote
+    # is B's to answer for
+    n = 2
+    A, B = _sets(n)
+    ref = SampledReference(A, B, "NN", torch.Generator().manual_seed(3))
+    outs = torch.full((n + 1, 2, 33, 17), float("nan"), dtype=torch.float16)
+    slots = OutputSlots(n)
+    honest = RotatingOutputs(n, lambda i, o: (lambda: outs[o].copy_(_product(A[i], B[i], "NN"))), slots=slots)
+    garbage = RotatingOutputs(n, lambda i, o: (lambda: outs[o].fill_(1.0)), slots=slots)
+    for i in range(3):
+        honest(i % n)
+    for i in range(3):
+        garbage(i % n)  # overwrites outputs honest wrote
+    kept = honest.own_written()
+    assert kept and set(kept) < honest.written and all(slots.writer[o] is honest for o in kept)
+    honest.check_written(outs, ref)
+    garbage.check_written(outs, ref)
+    assert honest.failure == "" and garbage.failure.startswith("output")
+
+
 def test_gemm_candidates_may_keep_no_module_state_tasks_may():
     from hgemm.entry import compile_entry
 

@@ -8,10 +8,10 @@ library that sets `autotune` decides a shape it has no entry for by timing a few
 call (hgemm.autotune). A workspace is zero-filled before each launch, as the harness does, except for a
 kernel that keeps it zero itself (`workspace_zero: kept`), which gets one filled once per shape and stream.
 
-Inputs the kernels do not take (not fp16, not CUDA, not 2-D/3-D of one rank, a B that is neither
-contiguous nor a transposed contiguous tensor) run torch.matmul instead, logged once per reason; a
-process without a GPU also hears it once as a warning. Launches go through cuda.bindings (the driver
-API), not PyCUDA: the harness's PyCUDA path launches on the legacy default stream only.
+Inputs the kernels do not take (not fp16, not CUDA, stacks whose batch dimensions broadcast, a B that
+is neither contiguous nor a transposed contiguous tensor) run torch.matmul instead, logged once per
+reason; a process without a GPU also hears it once as a warning. Launches go through cuda.bindings
+(the driver API), not PyCUDA: the harness's PyCUDA path launches on the legacy default stream only.
 """
 
 from __future__ import annotations
@@ -202,12 +202,38 @@ def _kernel(choice: Choice, layout: str) -> StreamKernel:
 
 @dataclass(frozen=True)
 class _Operands:
-    """A and B as the kernels take them: 3-D, A contiguous, B the contiguous K x N (NN) or N x K (TN)
-    storage; None with a reason where the kernels do not apply."""
+    """A and B as one GEMM of the kernels' form: 3-D, A contiguous, B the contiguous K x N (NN) or N x K
+    (TN) storage; C's rows, as `c(out)` views the product's contiguous output."""
 
     a: torch.Tensor
     b: torch.Tensor
     problem: Problem
+
+    def c(self, out: torch.Tensor) -> torch.Tensor:
+        return out.view(self.problem.batch, self.problem.M, self.problem.N)
+
+
+def _as_gemm(A: torch.Tensor, B: torch.Tensor) -> tuple[_Operands | None, str]:
+    """The product as one GEMM the kernels take, without copying B: a stack of A times one matrix B (an
+    nn.Linear's input and weight) is one GEMM over all of A's rows, equal stacks are a batch; None with a
+    reason for stacks that broadcast against each other (torch.matmul runs those)."""
+    K = A.shape[-1]
+    if B.dim() == 2:
+        a, b = A.reshape(1, -1, K), B.unsqueeze(0)  # a view where A's leading dimensions flatten
+    elif A.shape[:-2] == B.shape[:-2]:
+        a, b = A.reshape(-1, *A.shape[-2:]), B.reshape(-1, *B.shape[-2:])
+    else:
+        return None, f"batch dimensions {tuple(A.shape[:-2])} and {tuple(B.shape[:-2])} broadcast (the kernels take equal ones)"
+    if b.is_contiguous():
+        layout = "NN"
+    elif b.transpose(-1, -2).is_contiguous():
+        layout, b = "TN", b.transpose(-1, -2)  # the N x K storage, no copy
+    else:
+        return None, "B is neither contiguous nor a transposed contiguous tensor"
+    a = a.contiguous()
+    batch, M, _ = a.shape
+    N = b.shape[-1] if layout == "NN" else b.shape[-2]
+    return _Operands(a, b, Problem(M, N, K, batch, layout)), ""
 
 
 def _operands(A: torch.Tensor, B: torch.Tensor) -> tuple[_Operands | None, str]:
@@ -217,28 +243,24 @@ def _operands(A: torch.Tensor, B: torch.Tensor) -> tuple[_Operands | None, str]:
         return None, "operands are not on one CUDA device"
     if A.device.index != torch.cuda.current_device():
         return None, "operands are not on the current device"
-    if min(A.shape) == 0 or min(B.shape) == 0:
+    if A.numel() == 0 or B.numel() == 0:
         return None, "empty operand"
-    a = A.unsqueeze(0) if A.dim() == 2 else A
-    b = B.unsqueeze(0) if B.dim() == 2 else B
-    if b.is_contiguous():
-        layout = "NN"
-    elif b.transpose(-1, -2).is_contiguous():
-        layout, b = "TN", b.transpose(-1, -2)  # the N x K storage, no copy
-    else:
-        return None, "B is neither contiguous nor a transposed contiguous tensor"
-    a = a.contiguous()
-    batch, M, K = a.shape
-    N = b.shape[-1] if layout == "NN" else b.shape[-2]
-    return _Operands(a, b, Problem(M, N, K, batch, layout)), ""
+    return _as_gemm(A, B)
 
 
 def _out_shape(A: torch.Tensor, B: torch.Tensor) -> tuple[int, ...]:
-    if A.dim() != B.dim() or A.dim() not in (2, 3):
-        raise ValueError(f"hgemm.matmul: ranks {A.dim()}, {B.dim()} (2-D or 3-D batched, same rank)")
-    if A.shape[-1] != B.shape[-2] or (A.dim() == 3 and A.shape[0] != B.shape[0]):
+    """torch.matmul's product shape for matrices and stacks of them (batch dimensions broadcast)."""
+    if A.dim() < 2 or B.dim() < 2:
+        raise ValueError(f"hgemm.matmul: ranks {A.dim()}, {B.dim()}: matrices or stacks of them (torch.matmul "
+                         "takes vectors)")
+    if A.shape[-1] != B.shape[-2]:
         raise ValueError(f"hgemm.matmul: shapes {tuple(A.shape)} and {tuple(B.shape)} do not multiply")
-    return (*A.shape[:-1], B.shape[-1])
+    try:
+        batch = torch.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+    except RuntimeError:
+        raise ValueError(f"hgemm.matmul: the batch dimensions of {tuple(A.shape)} and {tuple(B.shape)} do not "
+                         "broadcast") from None
+    return (*batch, A.shape[-2], B.shape[-1])
 
 
 def _say_once(reason: str) -> None:
@@ -258,14 +280,13 @@ def _run(A: torch.Tensor, B: torch.Tensor, library: str, out: torch.Tensor) -> N
         _say_once(reason)
         torch.matmul(A, B, out=out)
         return
-    p = ops.problem
-    choice, kernel, dims = _dispatched(library, p)
-    c = out.unsqueeze(0) if out.dim() == 2 else out
-    if not c.is_contiguous():
+    if not out.is_contiguous():
         _say_once("out is not contiguous")
         torch.matmul(A, B, out=out)
         return
-    _launch(choice, kernel, dims, p, ops.a, ops.b, c)
+    p = ops.problem
+    choice, kernel, dims = _dispatched(library, p)
+    _launch(choice, kernel, dims, p, ops.a, ops.b, ops.c(out))
 
 
 def _launch(choice: Choice, kernel: StreamKernel, dims: tuple, p: Problem, a: torch.Tensor, b: torch.Tensor,
@@ -323,12 +344,20 @@ def _setup_backward(ctx, inputs, output):
 
 
 def _backward(ctx, grad):
-    # dA = dC @ B^T and dB = A^T @ dC, through the same kernels (B^T of a contiguous B is a TN operand)
+    # dA = dC @ B^T and dB = A^T @ dC, through the same kernels (B^T of a contiguous B is a TN operand),
+    # summed over the batch dimensions an operand was broadcast along; a B of one matrix under a stack
+    # of A takes every row at once: (rows x K)^T @ (rows x N)
     A, B = ctx.saved_tensors
     grad = grad.contiguous()
-    dA = torch.ops.hgemm.matmul(grad, B.transpose(-1, -2), ctx.library) if ctx.needs_input_grad[0] else None
-    dB = torch.ops.hgemm.matmul(A.transpose(-1, -2).contiguous(), grad, ctx.library) \
-        if ctx.needs_input_grad[1] else None
+    dA = dB = None
+    if ctx.needs_input_grad[0]:
+        dA = torch.ops.hgemm.matmul(grad, B.transpose(-1, -2), ctx.library).sum_to_size(A.shape)
+    if ctx.needs_input_grad[1]:
+        if B.dim() == 2:
+            dB = torch.ops.hgemm.matmul(A.reshape(-1, A.shape[-1]).t().contiguous(), grad.reshape(-1, grad.shape[-1]),
+                                        ctx.library)
+        else:
+            dB = torch.ops.hgemm.matmul(A.transpose(-1, -2).contiguous(), grad, ctx.library).sum_to_size(B.shape)
     return dA, dB, None
 
 
@@ -350,11 +379,13 @@ def _(A, B, library, out):
 
 def matmul(A: torch.Tensor, B: torch.Tensor, *, out: torch.Tensor | None = None,
            library: str | Path | None = None) -> torch.Tensor:
-    """C = A @ B for fp16 CUDA tensors (2-D, or 3-D batched), dispatched to the library's kernel for the
-    shape, on the current stream. B may be K x N contiguous (layout NN) or the transpose of a contiguous
-    N x K tensor (TN, e.g. an nn.Linear weight `.t()`): no copy either way. `out`: write C there
-    (contiguous, the product's shape and dtype) and return it. `library`: a tune folder (table.json and
-    kernels/), by default results/library (the pipeline's final library)."""
+    """C = A @ B for fp16 CUDA tensors, dispatched to the library's kernel for the shape, on the current
+    stream. Matrices, or stacks of them as torch.matmul takes them: a stack of A times one matrix B (an
+    nn.Linear's input and weight) runs as one GEMM over all of A's rows, equal stacks as a batched GEMM
+    (stacks that broadcast against each other run torch.matmul). B may be K x N contiguous (layout NN) or
+    the transpose of a contiguous N x K tensor (TN, e.g. an nn.Linear weight `.t()`): no copy either
+    way. `out`: write C there (contiguous, the product's shape and dtype) and return it. `library`: a
+    tune folder (table.json and kernels/), by default results/library (the pipeline's final library)."""
     path = os.fspath(library) if library is not None else _DEFAULT_PATH
     if out is None:
         return torch.ops.hgemm.matmul(A, B, path)

@@ -85,6 +85,27 @@ def test_gradient_through_the_kernels():
     assert close(a.grad, g, b.detach().t()) and close(b.grad, a.detach().t(), g)
 
 
+def test_a_linear_layers_stack_of_inputs_and_its_weight(caplog):
+    """(batch, sequence, features) @ weight.t(): one TN GEMM over every row through the kernels (nothing
+    falls back to torch.matmul), and the gradient of both through them too."""
+    import logging
+
+    gen = torch.Generator("cuda").manual_seed(8)
+    x = torch.randn(4, 77, 1000, device="cuda", dtype=torch.float16, generator=gen, requires_grad=True)
+    w = torch.randn(3001, 1000, device="cuda", dtype=torch.float16, generator=gen, requires_grad=True)
+    g = torch.randn(4, 77, 3001, device="cuda", dtype=torch.float16, generator=gen)
+    with caplog.at_level(logging.INFO, logger="hgemm.ops"):
+        y = hgemm.matmul(x, w.t(), library=LIBRARY)
+        y.backward(g)
+    assert "runs torch.matmul" not in caplog.text, caplog.text
+    assert close(y.detach().reshape(-1, 3001), x.detach().reshape(-1, 1000), w.detach().t())
+    assert close(x.grad.reshape(-1, 1000), g.reshape(-1, 3001), w.detach())
+    assert close(w.grad, g.reshape(-1, 3001).t(), x.detach().reshape(-1, 1000))
+    a, b = operands(96, 250, 250, 40, "NN", gen)
+    c = hgemm.matmul(a.reshape(5, 8, 96, 250), b.reshape(5, 8, 250, 250), library=LIBRARY)
+    assert c.shape == (5, 8, 96, 250) and close(c.reshape(40, 96, 250), a, b)
+
+
 @pytest.mark.parametrize("shape", [(1024, 1024, 1024, 1, "NN"), (320, 640, 192, 2, "TN")],
                          ids=["dispatched-before", "first-call-in-the-thread"])
 def test_from_a_thread_without_a_current_context(shape):

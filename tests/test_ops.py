@@ -29,7 +29,8 @@ def test_the_ops_are_registered_with_their_schemas():
     assert "!) out) -> ()" in str(torch.ops.hgemm.matmul_out.default._schema)
 
 
-@pytest.mark.parametrize("shapes", [((8, 16), (16, 4)), ((3, 8, 16), (3, 16, 4))])
+@pytest.mark.parametrize("shapes", [((8, 16), (16, 4)), ((3, 8, 16), (3, 16, 4)), ((2, 3, 8, 16), (16, 4)),
+                                    ((8, 16), (3, 16, 4)), ((2, 1, 8, 16), (3, 16, 4))])
 def test_fake_implementation_gives_the_product_shape(shapes):
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -37,7 +38,40 @@ def test_fake_implementation_gives_the_product_shape(shapes):
         a = torch.empty(shapes[0], dtype=torch.float16)
         b = torch.empty(shapes[1], dtype=torch.float16)
         c = torch.ops.hgemm.matmul(a, b, "lib")
-    assert tuple(c.shape) == (*shapes[0][:-1], shapes[1][-1]) and c.dtype == torch.float16
+    want = torch.matmul(torch.empty(shapes[0]), torch.empty(shapes[1])).shape
+    assert c.shape == want and c.dtype == torch.float16
+
+
+def test_stacks_run_as_one_gemm_without_copying_a_contiguous_a_or_b():
+    # an nn.Linear's input (batch, sequence, features) times its weight's transpose: one TN GEMM over
+    # every row, A and B as they are
+    x, w = torch.empty(2, 3, 40, 64, dtype=torch.float16), torch.empty(96, 64, dtype=torch.float16)
+    g, why = ops._as_gemm(x, w.t())
+    assert why == "" and g.problem == Problem(240, 96, 64, 1, "TN")
+    assert g.a.data_ptr() == x.data_ptr() and g.b.data_ptr() == w.data_ptr()
+    assert g.c(torch.empty(2, 3, 40, 96)).shape == (1, 240, 96)
+    a, b = torch.empty(4, 5, 8, 16), torch.empty(4, 5, 16, 24)
+    g, _ = ops._as_gemm(a, b)  # equal stacks: a batch of 20
+    assert g.problem == Problem(8, 24, 16, 20, "NN") and g.b.data_ptr() == b.data_ptr()
+    g, _ = ops._as_gemm(a, torch.empty(4, 5, 24, 16).transpose(-1, -2))
+    assert g.problem == Problem(8, 24, 16, 20, "TN")
+    for A, B in [(torch.empty(1, 8, 16), torch.empty(3, 16, 4)), (torch.empty(8, 16), torch.empty(3, 16, 4))]:
+        g, why = ops._as_gemm(A, B)
+        assert g is None and "broadcast" in why
+    g, why = ops._as_gemm(torch.empty(8, 16), torch.empty(16, 8)[:, ::2])
+    assert g is None and "neither contiguous" in why
+
+
+@pytest.mark.parametrize("shapes", [((2, 3, 6, 5), (5, 3)), ((2, 6, 5), (2, 5, 3)), ((1, 6, 5), (4, 5, 3)), ((6, 5), (4, 5, 3))])
+def test_gradient_of_stacks_is_the_matmul_gradient(library, shapes):
+    a = torch.randn(*shapes[0], dtype=torch.float16, requires_grad=True)
+    b = torch.randn(*shapes[1], dtype=torch.float16, requires_grad=True)
+    weight = torch.randn(torch.matmul(a.detach(), b.detach()).shape)
+    (hgemm.matmul(a, b, library=library).float() * weight).sum().backward()
+    a2, b2 = a.detach().float().requires_grad_(), b.detach().float().requires_grad_()
+    ((a2 @ b2) * weight).sum().backward()
+    assert a.grad.shape == a.shape and b.grad.shape == b.shape
+    assert torch.allclose(a.grad.float(), a2.grad, atol=5e-2) and torch.allclose(b.grad.float(), b2.grad, atol=5e-2)
 
 
 def test_opcheck_passes_on_the_fallback_path(library):

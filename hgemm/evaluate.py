@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import time
 from typing import Callable
 
 import torch
@@ -31,6 +32,21 @@ from .verify import GuardedBuffer, check_output, random_tensor, redraw, referenc
 
 
 ROW_ALIGN = 512  # fp16 elements (1 KiB): each rotated output or workspace starts as aligned as its own allocation would
+
+
+class Phases:
+    """Seconds one problem's evaluation spent in each phase, the GPU's work included (each lap
+    synchronises): where a judge's time goes (`seconds` in run_problem's result)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        synchronize()
+        now = time.perf_counter()
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self._last
+        self._last = now
 
 
 def _rows(count: int, elems: int) -> torch.Tensor:
@@ -210,7 +226,9 @@ class GemmEvaluator:
         opts = self.options
         seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(4), "little")
         results: dict[str, dict] = {}
+        phases = Phases()
         shared = self.verification_inputs(problem, seed)
+        phases.lap("reference")  # inputs and their float64 products, one per distribution
         for idx, entry in enumerate(entries):
             emit("begin", {"index": idx, "phase": "verify"})
             res = self.verify(entry, problem, seed + 104729 * idx, shared)
@@ -220,11 +238,12 @@ class GemmEvaluator:
             if res.get("sticky"):
                 raise ContextLost(res["error"])
         del shared
-        out = {"problem": problem.to_dict(), "candidates": results, "seed": seed}
+        phases.lap("verify")
+        out = {"problem": problem.to_dict(), "candidates": results, "seed": seed, "seconds": phases.seconds}
         if not opts.timing:
             return out
         emit("begin", {"index": -1, "phase": "timing"})
-        out.update(self.time_problem(problem, entries, results, seed, alive=lambda: emit("alive", {})))
+        out.update(self.time_problem(problem, entries, results, seed, alive=lambda: emit("alive", {}), phases=phases))
         return out
 
     def _make_sets(self, problem: Problem, seed: int) -> tuple[bl.Sets, int, torch.Tensor, torch.Tensor]:
@@ -310,10 +329,11 @@ class GemmEvaluator:
         return {"run": run, "rotation": None, "touched": touched} | common
 
     def time_problem(self, problem: Problem, entries: list[Entry], results: dict[str, dict], seed: int,
-                     alive: Callable[[], None] = lambda: None) -> dict:
+                     alive: Callable[[], None] = lambda: None, phases: Phases | None = None) -> dict:
         """Time the verified entries beside the baselines; `alive()` after every batch tells a
-        supervisor that the timing goes on (hgemm.pool)."""
+        supervisor that the timing goes on (hgemm.pool). `phases` gets the timing's phases."""
         opts = self.options
+        phases = phases or Phases()
         sets, set_bytes, A_all, B_all = self._make_sets(problem, seed)
         n = len(sets)
         names = tuple(opts.baselines) + (("torch_compile",) if opts.torch_compile and "torch_compile" not in opts.baselines else ())
@@ -364,6 +384,7 @@ class GemmEvaluator:
         timer = Timer(self.util, n, reps=reps, target_batch_ms=opts.target_batch_ms, method=opts.timing_method,
                       clocks=self.clocks, sustained_ms=opts.sustained_ms)
 
+        phases.lap("timing_setup")  # input sets, outputs, baselines' plans, sampled references
         lt_choice = None
         for b in bases:
             if b.variants and len(b.variants) > 1:
@@ -375,8 +396,9 @@ class GemmEvaluator:
                 b.note += f"; best algorithm index {lt_choice}"
         for b in bases:
             contenders[b.name] = b.run
+        phases.lap("baseline_algorithms")  # cuBLASLt's heuristic algorithms, each timed briefly
         stats = timer.time_interleaved(contenders, after_batch=after_batch)
-        synchronize()
+        phases.lap("timed")  # the interleaved batches, and the checks after each
 
         base_out = {}
         if probe not in refs:
@@ -419,6 +441,7 @@ class GemmEvaluator:
                 res["speedup_vs_best"] = best_us / s.median_us
             if cublas_us:
                 res["speedup_vs_cublas"] = cublas_us / s.median_us
+        phases.lap("after_timing")  # the baselines' check, fresh launches
         return {"baselines": base_out, "baselines_skipped": skipped, "best_baseline": best,
                 "best_baseline_us": best_us, "n_sets": n, "set_bytes": set_bytes,
                 "l2_cold": n * set_bytes >= opts.l2_factor * self.props["l2_bytes"],

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
 from .candidate import GEMM_VARIABLES, code_identity
@@ -53,6 +53,9 @@ class KernelJudge:
         # gpus: where the pool times (None: every visible GPU); see hgemm.pool.evaluation_gpus
         self._pool_kw = {"verify_timeout_s": verify_timeout_s, "timing_timeout_s": timing_timeout_s, "gpus": gpus}
         self._pool = None
+        # seconds the GPU evaluations spent per phase (hgemm.evaluate.Phases), summed over every call:
+        # a caller reads the difference across its own calls
+        self.phase_seconds: Counter = Counter()
 
     @property
     def pool(self):
@@ -119,6 +122,8 @@ class KernelJudge:
             keys = list(by_problem)
             # the instrument gets each task itself, resolved here (the kernels layer owns the suite)
             outs = self.pool.run([(p, [e for _, e in by_problem[p]], task_of(p)) for p in keys])
+            for out in outs:
+                self.phase_seconds.update(out.get("seconds") or {})
             for p, out in zip(keys, outs):
                 for i, entry in by_problem[p]:
                     r = dict(out["candidates"].get(entry.name, {"status": "harness_error", "error": "no result"}))

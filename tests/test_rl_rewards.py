@@ -54,7 +54,8 @@ class FakePool:
                 if r.get("speedup_vs_best"):
                     r.setdefault("time_us", 10.0 / r["speedup_vs_best"])
                 cands[e.name] = r
-            outs.append({"candidates": cands, "best_baseline": "cublas", "best_baseline_us": 10.0})
+            outs.append({"candidates": cands, "best_baseline": "cublas", "best_baseline_us": 10.0,
+                         "seconds": {"reference": 0.25, "timed": 1.5}})
         return outs
 
     def close(self):
@@ -198,6 +199,11 @@ def test_gpu_verdicts_are_rewarded_and_rates_logged(tmp_path):
     assert rewards == [pytest.approx(math.log(2.0)), class_rewards(reward_settings())["wrong"]]
     assert metrics["kernel/correct_rate"] == 0.5 and metrics["kernel/speedup_geomean"] == pytest.approx(2.0)
     assert 0 < metrics["kernel/judge_seconds"] < 120  # the batch's compile and judging, logged beside step_time
+    # its GPU side by phase, summed over the batch's problems (one here)
+    assert metrics["kernel/judge_reference_seconds"] == 0.25 and metrics["kernel/judge_timed_seconds"] == 1.5
+    rewards, metrics = reward.score([NAIVE], [problems_to_json([Problem(64, 64, 64), Problem(64, 64, 32)])],
+                                    ["b1_m64_n64_k64_NN"], ["edge"], step=8)
+    assert metrics["kernel/judge_timed_seconds"] == 3.0  # this batch's two problems, not the judge's total
     best = reward.db.best("b1_m64_n64_k64_NN")
     assert best["text"] == NAIVE.strip() and best["speedup_vs_best"] == pytest.approx(2.0) and best["time_us"] == pytest.approx(5.0)
 

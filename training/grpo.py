@@ -237,6 +237,9 @@ CURVE_KEYS = {
     "kernel/verbatim_rate": "verbatim_rate",
     "kernel/timed": "timed",
     "kernel/judge_seconds": "judge_seconds",
+    # the judge's GPU side by phase (hgemm.evaluate.Phases): where a step's judging goes
+    **{f"kernel/judge_{phase}_seconds": f"judge_{phase}_seconds"
+       for phase in ("reference", "verify", "timing_setup", "baseline_algorithms", "timed", "after_timing")},
     "step_time": "step_seconds",
     "kl": "kl",
     "entropy": "entropy",

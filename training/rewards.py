@@ -248,8 +248,10 @@ class KernelReward:
         texts = [completion_to_candidate(_as_text(c)) for c in completions]
         plists = [problems_from_json(p) for p in problems]
         began = time.perf_counter()
+        phases_before = dict(getattr(self.judge, "phase_seconds", {}))
         verdicts = self.judge_batch(texts, plists)
         judge_seconds = time.perf_counter() - began
+        phases = {k: v - phases_before.get(k, 0.0) for k, v in getattr(self.judge, "phase_seconds", {}).items()}
         rewards = [verdict_reward(v, self.settings, t) for v, t in zip(verdicts, texts)]
         if self.settings.failure_gap is not None and groups is not None:
             rewards = group_floor(rewards, verdicts, groups, self.settings.failure_gap)
@@ -259,6 +261,9 @@ class KernelReward:
         metrics = batch_metrics(verdicts, rewards, timed=bool(self.judge.gpu))
         # the reward's share of a step (TRL logs the whole step as step_time): compile, verify, time
         metrics["kernel/judge_seconds"] = judge_seconds
+        # ... and its GPU side by phase, summed over the batch's problems (hgemm.evaluate.Phases): the
+        # references, verification, the timing's set-up, cuBLASLt's algorithm choice, the timed batches
+        metrics |= {f"kernel/judge_{phase}_seconds": v for phase, v in phases.items() if v > 0}
         if self.verbatim is not None:
             metrics["kernel/verbatim_rate"] = sum(self.verbatim.match(t) is not None for t in texts) / (len(texts) or 1)
         if context_examples:  # rl_hgemm's contrastive prompts

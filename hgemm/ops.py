@@ -9,7 +9,8 @@ call (hgemm.autotune). A workspace is zero-filled before each launch, as the har
 kernel that keeps it zero itself (`workspace_zero: kept`), which gets one filled once per shape and stream.
 
 Inputs the kernels do not take (not fp16, not CUDA, stacks whose batch dimensions broadcast, a B that
-is neither contiguous nor a transposed contiguous tensor) run torch.matmul instead, logged once per
+is neither contiguous nor a transposed contiguous tensor, storage that does not start on a 16-byte
+boundary) run torch.matmul instead, logged once per
 reason; a process without a GPU also hears it once as a warning. Launches go through cuda.bindings
 (the driver API), not PyCUDA: the harness's PyCUDA path launches on the legacy default stream only.
 """
@@ -43,6 +44,9 @@ _choices: dict[tuple[str, str], tuple] = {}  # (library, problem key) -> _dispat
 # zeros, and per stream, since launches on two streams would share it at once. The oldest go first.
 _kept: dict[tuple[int, int, str, str], torch.Tensor] = {}
 KEPT_WORKSPACES = 64
+# Where A, B and C start: TMA descriptors need 16-byte aligned bases, and the harness verifies every
+# kernel on buffers that start at least that aligned, so a view at another offset runs torch.matmul
+ALIGN = 16
 _lock = threading.Lock()
 _kept_lock = threading.Lock()  # apart from _lock, which a first call holds through its search
 _said: set[str] = set()
@@ -231,6 +235,8 @@ def _as_gemm(A: torch.Tensor, B: torch.Tensor) -> tuple[_Operands | None, str]:
     else:
         return None, "B is neither contiguous nor a transposed contiguous tensor"
     a = a.contiguous()
+    if a.data_ptr() % ALIGN or b.data_ptr() % ALIGN:
+        return None, f"an operand's storage does not start on a {ALIGN}-byte boundary (a view at an offset)"
     batch, M, _ = a.shape
     N = b.shape[-1] if layout == "NN" else b.shape[-2]
     return _Operands(a, b, Problem(M, N, K, batch, layout)), ""
@@ -280,8 +286,8 @@ def _run(A: torch.Tensor, B: torch.Tensor, library: str, out: torch.Tensor) -> N
         _say_once(reason)
         torch.matmul(A, B, out=out)
         return
-    if not out.is_contiguous():
-        _say_once("out is not contiguous")
+    if not out.is_contiguous() or out.data_ptr() % ALIGN:
+        _say_once(f"out is not contiguous or does not start on a {ALIGN}-byte boundary")
         torch.matmul(A, B, out=out)
         return
     p = ops.problem

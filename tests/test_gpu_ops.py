@@ -85,6 +85,17 @@ def test_gradient_through_the_kernels():
     assert close(a.grad, g, b.detach().t()) and close(b.grad, a.detach().t(), g)
 
 
+def test_a_view_that_starts_off_a_16_byte_boundary_runs_torch_matmul(caplog):
+    import logging
+
+    storage = torch.randn(512 * 384 + 1, device="cuda", dtype=torch.float16)
+    a = storage[1:].view(512, 384)  # 2 bytes past an aligned start: TMA would refuse it
+    b = torch.randn(384, 256, device="cuda", dtype=torch.float16)
+    with caplog.at_level(logging.INFO, logger="hgemm.ops"):
+        c = hgemm.matmul(a, b, library=LIBRARY)
+    assert close(c, a, b) and "16-byte boundary" in caplog.text
+
+
 def test_a_linear_layers_stack_of_inputs_and_its_weight(caplog):
     """(batch, sequence, features) @ weight.t(): one TN GEMM over every row through the kernels (nothing
     falls back to torch.matmul), and the gradient of both through them too."""

@@ -60,6 +60,9 @@ def test_stacks_run_as_one_gemm_without_copying_a_contiguous_a_or_b():
         assert g is None and "broadcast" in why
     g, why = ops._as_gemm(torch.empty(8, 16), torch.empty(16, 8)[:, ::2])
     assert g is None and "neither contiguous" in why
+    storage = torch.empty(16 * 8 + 1, dtype=torch.float16)
+    g, why = ops._as_gemm(torch.empty(8, 16, dtype=torch.float16), storage[1:].view(16, 8))  # 2 bytes in
+    assert g is None and "16-byte boundary" in why
 
 
 @pytest.mark.parametrize("shapes", [((2, 3, 6, 5), (5, 3)), ((2, 6, 5), (2, 5, 3)), ((1, 6, 5), (4, 5, 3)), ((6, 5), (4, 5, 3))])

@@ -462,6 +462,8 @@ def _skinny_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, 
     (dict(warps=4, t=4, unroll=2, split=2, swap=True), (100, 3, 200, 1)),    # N = 3: a K tail, M past a block
     (dict(warps=4, t=8, unroll=1, split=4, swap=True), (70, 1, 1000, 2)),    # N = 1, batch, 16 workers
     (dict(warps=8, t=4, unroll=2, split=1, swap=True), (33, 37, 77, 1)),     # N past one 16-row chunk
+    (dict(warps=4, t=4, unroll=1, split=2, loads="pair"), (13, 101, 203, 2)),   # realigned rows: odd K and N
+    (dict(warps=4, t=8, unroll=1, split=1, swap=True, loads="pair"), (99, 7, 333, 1)),
 ])
 @pytest.mark.parametrize("vec", [True, False])
 def test_skinny_mma_fragment_order_computes_a_times_b(params, shape, layout, vec):

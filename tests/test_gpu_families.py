@@ -49,6 +49,11 @@ def sample(n_per_family: int, seed: int = 0) -> list[tuple[str, str]]:
         # the skinny NN kernels with 8 loads in flight, each row count and split once
         if fam.__name__.endswith(".skinny"):
             chosen += [p for p in params if p.get("unroll") == 8 and p["bn"] == 256 and p not in chosen]
+        # the skinny tensor-core kernels' realigned loads, each tile and role once
+        if fam.__name__.endswith(".skinny_mma"):
+            for key in {(p["t"], p["swap"]) for p in params if p.get("loads") == "pair"}:
+                first = next(p for p in params if p.get("loads") == "pair" and (p["t"], p["swap"]) == key)
+                chosen += [first] if first not in chosen else []
         # and mma.sync's element loads for misaligned rows (renderable, not in variants())
         if fam.__name__.endswith(".mma_sync"):
             chosen += [dict(p, misaligned_loads="elem") for p in chosen[:2]]

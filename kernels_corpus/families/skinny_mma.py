@@ -15,9 +15,12 @@ the narrow family's CUDA-core lanes read A with 2-byte loads.
 
 Parameters: `warps` a CTA, `t` n8 tiles a CTA (8 * t streamed rows), `unroll` the 64-k chunks whose
 loads a warp issues together, `split` the CTAs of a cluster sharing one column block's K, `swap` the
-roles. Both layouts from one render (B's layout is a compile-time switch); correct for any shape
-(unaligned rows take guarded 2-byte loads, at a fraction of the speed), applicable to M <= 16 (N <= 16
-with `swap`) with K past the short-K family's range.
+roles, `loads` how rows that are not 16-byte aligned are read (K % 8, or N % 8 in NN without swap):
+`elem`, guarded 2-byte loads an mma step at a time, at a fraction of the speed; `pair`, the fast
+path's vectors each from the two aligned 16-byte blocks it straddles, realigned in registers. Both
+layouts from one render (B's layout is a compile-time switch); correct for any shape, applicable to
+M <= 16 (N <= 16 with `swap`) with K past the short-K family's range, the `pair` variants only where
+rows are not aligned (elsewhere they are their `elem` twins).
 
 This module holds the parameter space, names, launch spec and applicability; `render(params)` returns
 the candidate text (the include, the launch spec and one entry instantiating the template).
@@ -40,22 +43,38 @@ TILE_CHOICES = ((4, 1), (4, 2), (8, 1))   # (t, unroll): at most 8 * t * unroll 
 # rows and 8 a tile of the streamed operand each); the swap variants' NN build, which gathers B's columns
 # an element at a time, 126-192, each under its variant's bound without spills.
 REGISTERS = {(4, 1): 124, (4, 2): 168, (8, 1): 160}
+# The pair loads hold both aligned blocks of every vector of a chunk before realigning them: 166-190
+# registers at (4, 1) and up to 255 at (8, 1) in nvcc 13.0, without spills at these bounds; at (4, 2)
+# they spill even at 255, so the pair variants leave it out.
+REGISTERS_PAIR = {(4, 1): 184, (8, 1): 255}
 SPLIT_CHOICES = (1, 2, 4)
 MAX_ROWS = 16               # the atom's rows: M, or N with `swap`
 MIN_K = 17                  # K <= 16 is the short-K family's
 
 
+LOADS = ("elem", "pair")
+
+
 def variants() -> list[dict]:
     out = []
-    for swap, warps, (t, unroll), split in itertools.product((False, True), WARPS_CHOICES, TILE_CHOICES, SPLIT_CHOICES):
+    for loads, swap, warps, (t, unroll), split in itertools.product(LOADS, (False, True), WARPS_CHOICES, TILE_CHOICES,
+                                                                   SPLIT_CHOICES):
         p = dict(kind="skinny_mma", warps=warps, t=t, unroll=unroll, split=split, swap=swap)
-        if min_blocks(p):
+        p |= {"loads": "pair"} if loads == "pair" else {}  # the elem variants' names and texts as they were
+        if (loads == "elem" or (t, unroll) in REGISTERS_PAIR) and min_blocks(p):
             out.append(p)
     return out
 
 
 def name(p: dict) -> str:
-    return f"skinny_mma_w{p['warps']}_t{p['t']}_u{p['unroll']}_s{p['split']}" + ("_swap" if p.get("swap") else "")
+    return (f"skinny_mma_w{p['warps']}_t{p['t']}_u{p['unroll']}_s{p['split']}" + ("_swap" if p.get("swap") else "")
+            + ("_pair" if p.get("loads") == "pair" else ""))
+
+
+def aligned_rows(p: dict, problem) -> bool:
+    """Whether the kernel's vector-loaded rows are 16-byte aligned on the problem (K % 8 == 0, and for NN
+    without swap N % 8 == 0): its fast path, the same for either `loads`."""
+    return problem.K % 8 == 0 and (p.get("swap") or problem.layout == "TN" or problem.N % 8 == 0)
 
 
 def roles(p: dict, problem) -> tuple[int, int]:
@@ -64,8 +83,8 @@ def roles(p: dict, problem) -> tuple[int, int]:
 
 
 def registers(p: dict) -> int:
-    """Registers a thread takes (REGISTERS, by t and unroll)."""
-    return REGISTERS[(p["t"], p["unroll"])]
+    """Registers a thread takes (REGISTERS or REGISTERS_PAIR, by t and unroll)."""
+    return (REGISTERS_PAIR if p.get("loads") == "pair" else REGISTERS)[(p["t"], p["unroll"])]
 
 
 def min_blocks(p: dict) -> int:
@@ -97,7 +116,8 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def applicable(p: dict, problem) -> bool:
-    return roles(p, problem)[0] <= MAX_ROWS and problem.K >= MIN_K
+    fits = roles(p, problem)[0] <= MAX_ROWS and problem.K >= MIN_K
+    return fits and (p.get("loads") != "pair" or not aligned_rows(p, problem))
 
 
 def spec_text(p: dict) -> str:
@@ -112,7 +132,11 @@ def render(p: dict) -> str:
     rows, wide, what = ("N", "A", "rows") if p.get("swap") else ("M", "B", "columns")
     desc = (f"// Skinny HGEMM ({rows} <= 16) on tensor cores: {wide} streamed into mma fragments, {8 * p['t']} {what} "
             f"a CTA, K shared by {p['warps']} warps x {p['split']} CTAs of a cluster, {p['unroll']} chunks in flight")
-    swap = ", true" if p.get("swap") else ""
+    if p.get("loads") == "pair":
+        desc += ", unaligned rows read as realigned pairs of 16-byte loads"
+        tail = f", {'true' if p.get('swap') else 'false'}, hgemm::MisalignedLoads::pair"
+    else:
+        tail = ", true" if p.get("swap") else ""
     return header_candidate(desc, HEADER, spec_text(p), name(p), 32 * p["warps"], min_blocks(p),
-                            f"hgemm::SkinnyMma<{p['warps']}, {p['t']}, {p['unroll']}, {p['split']}{swap}>",
+                            f"hgemm::SkinnyMma<{p['warps']}, {p['t']}, {p['unroll']}, {p['split']}{tail}>",
                             cluster=p["split"])

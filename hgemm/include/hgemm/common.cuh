@@ -5,8 +5,8 @@
 //                 cp_async_wait<N>
 //   fragments     ldsm_x4, ldsm_x4_trans (ldmatrix), mma_m16n8k16 (fp16 in, fp32 accumulate)
 //   swizzle       swizzle_offset<CPR>(row, chunk): bank-conflict-free 16-byte chunk placement
-//   guarded I/O   load_chunk_elems, load_chunk_pair (a 16-byte chunk of a row at any 2-byte
-//                 alignment), store_half2 (a guarded pair of C values), pack_halves (two fp32 as a half2 word)
+//   guarded I/O   MisalignedLoads, load_chunk_elems, load_chunk_pair (a 16-byte chunk of a row at any
+//                 2-byte alignment), store_half2 (a guarded pair of C values), pack_halves (two fp32 as a half2 word)
 //   columns       spread_column (the B column order that leaves each lane 8 consecutive columns of C)
 //   scheduling    grouped_tile (grouped rasterisation), k_tile_range (split-K share)
 //   split-K       splitk_arrive_last (per-tile counter in the workspace after the fp32 partials),
@@ -80,6 +80,11 @@ __device__ __forceinline__ int swizzle_offset(int r, int c) {
 }
 
 // ---------------------------------------------------------------- guarded loads and stores
+
+// How a misaligned operand's rows are read (mma_sync_gemm.cuh, skinny_mma.cuh): 8 guarded 2-byte loads
+// per 16-byte chunk, or two aligned 16-byte loads and a register realignment (load_chunk_pair: 4x fewer
+// loads, about the same instruction count).
+enum class MisalignedLoads { elem, pair };
 
 // 8 fp16 elements from src (any 2-byte alignment) as 8 guarded 2-byte loads: element e is read when
 // row_ok and col + e < clim, else 0.

@@ -30,10 +30,6 @@
 
 namespace hgemm {
 
-// How a misaligned operand's rows are read: 8 guarded 2-byte loads per 16-byte chunk, or two aligned
-// 16-byte loads and a register realignment (4x fewer loads, about the same instruction count).
-enum class MisalignedLoads { elem, pair };
-
 template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int GROUP_M_ = 8,
           MisalignedLoads LOADS_ = MisalignedLoads::pair, Layout LAYOUT_ = kLayout>
 struct MmaSyncTile {

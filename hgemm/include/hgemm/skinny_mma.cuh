@@ -25,9 +25,10 @@
 // the column blocks, __cluster_dims__(SPLIT, 1, 1)) take K's 64-k chunks in turn, a warp issuing the
 // loads of U chunks before their mmas. The warps' sums meet in shared memory, the cluster's through
 // distributed shared memory: no workspace, no second pass. Fast path: the vector-loaded rows 16-byte
-// aligned (K % 8 == 0; for NN without SWAP N % 8 == 0 too) and 16-byte aligned bases. Otherwise the
-// same fragments come from guarded 2-byte loads, an mma step at a time: any shape, at a fraction of the
-// speed.
+// aligned (K % 8 == 0; for NN without SWAP N % 8 == 0 too) and 16-byte aligned bases. Otherwise, with
+// LOADS = pair, the same chunks and vectors, each vector from the two aligned 16-byte blocks it
+// straddles, realigned in registers (load_chunk_pair: elements past the row's end zero); with elem, the
+// same fragments from guarded 2-byte loads, an mma step at a time: any shape, at a fraction of the speed.
 //
 //   extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
 //   my_gemv(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
@@ -57,7 +58,7 @@ __device__ __forceinline__ uint32_t word_of(const uint4& v, int w) {
   return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
 }
 
-template <int WARPS, int T, int U, int SPLIT, bool SWAP = false>
+template <int WARPS, int T, int U, int SPLIT, bool SWAP = false, MisalignedLoads LOADS = MisalignedLoads::elem>
 struct SkinnyMma {
   static constexpr int NT = WARPS * 32;
   static constexpr int BN = 8 * T;   // columns of D a CTA (T n8 tiles)
@@ -114,9 +115,19 @@ struct SkinnyMma {
     return make_uint4(w[0], w[1], w[2], w[3]);
   }
 
-  // The fast path's loads (rows along k 16-byte aligned: with K % 8 == 0, and for NN without SWAP
-  // N % 8 == 0, a vector is wholly in range or wholly out), k0 >= K loading zeros. Rows past an operand's
-  // end are addressed at its last row, unread.
+  // 8 consecutive elements of a row segment, `keep` of them in range (<= 0: none; >= 8: all). ALIGNED:
+  // the segment is 16-byte aligned and wholly in range or wholly out, one vector load (STREAM: not
+  // kept in L1); else the aligned blocks it straddles, realigned (elements past `keep` zero).
+  template <bool ALIGNED, bool STREAM>
+  __device__ __forceinline__ static uint4 row8(const __half* src, int keep) {
+    if constexpr (ALIGNED) return vec8<STREAM>(src, keep > 0);
+    else return load_chunk_pair(reinterpret_cast<const unsigned short*>(src), min(keep, 8));
+  }
+
+  // A chunk's loads, k0 >= K loading zeros. ALIGNED, the fast path: rows along k 16-byte aligned (with
+  // K % 8 == 0, and for NN without SWAP N % 8 == 0, a vector is wholly in range or wholly out); else
+  // LOADS == pair's realigned vectors. Rows past an operand's end are addressed at its last row, unread.
+  template <bool ALIGNED>
   __device__ __forceinline__ static void load(Frags& f, const __half* X, const __half* Y, int rows, int W, int N,
                                               int K, int n0, int k0, int g, int q) {
 #pragma unroll
@@ -127,7 +138,7 @@ struct SkinnyMma {
         const int k = k0 + 16 * q + 8 * v;
         const int keep = m < rows ? K - k : 0;
         uint4 x;
-        if constexpr (kXRows) x = vec8<false>(X + x_at(min(m, rows - 1), k, N, K), keep > 0);
+        if constexpr (kXRows) x = row8<ALIGNED, false>(X + x_at(min(m, rows - 1), k, N, K), keep);
         else x = column8(X, m, k, N, keep);
 #pragma unroll
         for (int w = 0; w < 4; ++w) f.a[r][4 * v + w] = word_of(x, w);
@@ -140,7 +151,7 @@ struct SkinnyMma {
 #pragma unroll
         for (int v = 0; v < 2; ++v) {
           const int k = k0 + 16 * q + 8 * v;
-          const uint4 x = vec8<true>(Y + y_at(min(n, W - 1), k, N, K), n < W && k < K);
+          const uint4 x = row8<ALIGNED, true>(Y + y_at(min(n, W - 1), k, N, K), n < W ? K - k : 0);
 #pragma unroll
           for (int w = 0; w < 4; ++w) f.b[t][4 * v + w] = word_of(x, w);
         }
@@ -155,7 +166,7 @@ struct SkinnyMma {
 #pragma unroll
         for (int h = 0; h < T / 4; ++h) {
           const int n = n0 + 32 * h + 8 * q;
-          const uint4 x = vec8<true>(Y + y_at(n, min(kr, K - 1), N, K), kr < K && n < W);
+          const uint4 x = row8<ALIGNED, true>(Y + y_at(n, min(kr, K - 1), N, K), kr < K ? W - n : 0);
 #pragma unroll
           for (int j = 0; j < 4; ++j) f.b[4 * h + j][w] = movmatrix_trans(word_of(x, j));
         }
@@ -172,6 +183,7 @@ struct SkinnyMma {
     }
   }
 
+  template <bool ALIGNED>
   __device__ __forceinline__ static void mainloop(float (&acc)[T][4], const __half* X, const __half* Y, int rows,
                                                   int W, int N, int K, int n0, int worker, int g, int q) {
     const int chunks = (K + KC - 1) / KC;
@@ -181,7 +193,7 @@ struct SkinnyMma {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int cu = c + u * WORKERS;
-        load(f[u], X, Y, rows, W, N, K, n0, cu < chunks ? cu * KC : K, g, q);
+        load<ALIGNED>(f[u], X, Y, rows, W, N, K, n0, cu < chunks ? cu * KC : K, g, q);
       }
 #pragma unroll
       for (int u = 0; u < U; ++u)
@@ -269,7 +281,8 @@ struct SkinnyMma {
     // The vector-loaded operands: A's rows, and B unless SWAP gathers its columns (NN).
     const uintptr_t vectors = reinterpret_cast<uintptr_t>(A) | (kXRows || !SWAP ? reinterpret_cast<uintptr_t>(B) : 0);
     const bool vec = K % 8 == 0 && (kYRows || N % 8 == 0) && vectors % 16 == 0;
-    if (vec) mainloop(acc, X, Y, rows, W, N, K, n0, rank * WARPS + warp, g, q);
+    if (vec) mainloop<true>(acc, X, Y, rows, W, N, K, n0, rank * WARPS + warp, g, q);
+    else if constexpr (LOADS == MisalignedLoads::pair) mainloop<false>(acc, X, Y, rows, W, N, K, n0, rank * WARPS + warp, g, q);
     else mainloop_any(acc, X, Y, rows, W, N, K, n0, rank * WARPS + warp, g, q);
 
     // accumulators 2h, 2h + 1 of tile t: row g + 8h, adjacent columns column(t, 2q) and + 1

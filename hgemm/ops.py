@@ -10,9 +10,9 @@ kernel that keeps it zero itself (`workspace_zero: kept`), which gets one filled
 
 Inputs the kernels do not take (not fp16, not CUDA, stacks whose batch dimensions broadcast, a B that
 is neither contiguous nor a transposed contiguous tensor, storage that does not start on a 16-byte
-boundary) run torch.matmul instead, logged once per
-reason; a process without a GPU also hears it once as a warning. Launches go through cuda.bindings
-(the driver API), not PyCUDA: the harness's PyCUDA path launches on the legacy default stream only.
+boundary) run torch.matmul instead, logged once per reason; a process without a GPU also hears it once
+as a warning. Launches go through cuda.bindings (the driver API), not PyCUDA: the harness's PyCUDA
+path launches on the legacy default stream only.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ and is opaque to torch.compile through its fake implementation; its gradient is 
 (library, shape, layout) and cached with the loaded kernel: a call packs parameters and launches. A
 library that sets `autotune` decides a shape it has no entry for by timing a few kernels at the first
 call (hgemm.autotune). A workspace is zero-filled before each launch, as the harness does, except for a
-kernel that keeps it zero itself (`workspace_zero: kept`), which gets one filled once per shape and stream.
+kernel that keeps it zero itself (`workspace_zero: kept`), which gets one filled once per shape and
+stream (up to 128 MB a workspace and 256 MB in all).
 
 Inputs the kernels do not take (not fp16, not CUDA, stacks whose batch dimensions broadcast, a B that
 is neither contiguous nor a transposed contiguous tensor, storage that does not start on a 16-byte
@@ -41,9 +42,11 @@ _launchers: dict[tuple[str, str], "StreamKernel"] = {}  # (kernel name, layout) 
 _choices: dict[tuple[str, str], tuple] = {}  # (library, problem key) -> _dispatched's answer
 # (device, stream, kernel text's hash, problem key) -> the zero-filled workspace a `workspace_zero: kept` kernel
 # leaves zero: one per shape, since a staged copy of one shape may cover where another keeps its
-# zeros, and per stream, since launches on two streams would share it at once. The oldest go first.
+# zeros, and per stream, since launches on two streams would share it at once. The oldest go first
+# past KEPT_BYTES in all; a workspace over KEPT_ONE_BYTES (a large shape's staged operand copies, whose
+# kernel takes far longer than its fill) is not kept but allocated and filled at each call, as any other.
 _kept: dict[tuple[int, int, str, str], torch.Tensor] = {}
-KEPT_WORKSPACES = 64
+KEPT_BYTES, KEPT_ONE_BYTES = 256 << 20, 128 << 20
 # Where A, B and C start: TMA descriptors need 16-byte aligned bases, and the harness verifies every
 # kernel on buffers that start at least that aligned, so a view at another offset runs torch.matmul
 ALIGN = 16
@@ -303,8 +306,10 @@ def _launch(choice: Choice, kernel: StreamKernel, dims: tuple, p: Problem, a: to
     kernel.make_current()
     spec = choice.candidate.spec
     if ws is None and ws_bytes:
-        if not spec.zero_each_launch and not torch.cuda.is_current_stream_capturing():
-            ws = _kept_workspace(choice.candidate.sha, p, ws_bytes, a.device)
+        kept = not spec.zero_each_launch and ws_bytes <= KEPT_ONE_BYTES
+        if kept and not torch.cuda.is_current_stream_capturing():
+            ws = _kept_workspace(choice.candidate.sha, p, ws_bytes, a.device,
+                                 torch.cuda.current_stream(a.device).cuda_stream)
         else:  # the harness's contract, per launch (inside a capture: a fill node of the graph)
             ws = torch.empty(ws_bytes, dtype=torch.uint8, device=a.device)
             zero = workspace_to_zero(spec, p, ws)
@@ -318,15 +323,15 @@ def _zeroed(nbytes: int, device: torch.device) -> torch.Tensor:
     return torch.zeros(nbytes, dtype=torch.uint8, device=device)  # filled on the current stream, before the launch
 
 
-def _kept_workspace(kernel: str, p: Problem, nbytes: int, device: torch.device) -> torch.Tensor:
-    """The workspace of a `workspace_zero: kept` kernel (by its text's hash) on this stream and shape,
-    zero-filled once."""
-    key = (device.index, torch.cuda.current_stream(device).cuda_stream, kernel, p.key)
+def _kept_workspace(kernel: str, p: Problem, nbytes: int, device: torch.device, stream: int) -> torch.Tensor:
+    """The workspace of a `workspace_zero: kept` kernel (by its text's hash) on a stream (its handle) and
+    shape, zero-filled once."""
+    key = (device.index, stream, kernel, p.key)
     with _kept_lock:
         ws = _kept.get(key)
         if ws is None:
-            while len(_kept) >= KEPT_WORKSPACES:  # freed in its stream's order: queued launches finish first
-                del _kept[next(iter(_kept))]
+            while _kept and sum(t.numel() for t in _kept.values()) + nbytes > KEPT_BYTES:
+                del _kept[next(iter(_kept))]  # freed in its stream's order: queued launches finish first
             ws = _kept[key] = _zeroed(nbytes, device)
     return ws
 

@@ -154,3 +154,15 @@ def test_a_missing_library_is_a_clear_error(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="no kernel library at .*snakemake --cores all"):
         dispatch(str(tmp_path / "nowhere"), Problem(64, 64, 64))
+
+
+def test_kept_workspaces_stay_within_their_budget(monkeypatch):
+    # one filled workspace per kernel, shape and stream; the oldest go once the budget would be passed
+    monkeypatch.setattr(ops, "_kept", {})
+    monkeypatch.setattr(ops, "KEPT_BYTES", 1000)
+    cpu = torch.device("cpu")
+    first = ops._kept_workspace("k", Problem(64, 64, 64), 400, cpu, 0)
+    assert ops._kept_workspace("k", Problem(64, 64, 64), 400, cpu, 0) is first and not first.any()
+    assert ops._kept_workspace("k", Problem(64, 64, 64), 400, cpu, 7) is not first  # another stream
+    ops._kept_workspace("k", Problem(64, 64, 128), 400, cpu, 0)  # 1200 bytes: the first goes
+    assert len(ops._kept) == 2 and ops._kept_workspace("k", Problem(64, 64, 64), 400, cpu, 0) is not first

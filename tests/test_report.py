@@ -256,6 +256,19 @@ def test_curve_groups_and_first_last():
     assert compare_phases(curves[:7])["reward"] == {"first": 0.5, "last": 5.5}
 
 
+def test_where_a_steps_time_went():
+    from hgemm.report.tables import step_time_table
+
+    curves = [{"step": 1, "step_seconds": 60.0, "judge_seconds": 50.0, "judge_reference_seconds": 20.0,
+               "judge_timed_seconds": 10.0},
+              {"step": 2, "step_seconds": 20.0, "judge_seconds": 10.0, "judge_reference_seconds": 2.0}]
+    headers, cells = step_time_table(curves)
+    assert headers == ["part", "seconds a step", "share of the step"]
+    assert cells == [["the step", "40.00", "1.000"], ["judging its completions", "30.00", "0.750"],
+                     ["reference", "11.00", "0.275"], ["timed", "10.00", "0.250"]]
+    assert step_time_table([{"step": 1, "reward": 0.0}]) is None  # no step times logged
+
+
 def test_goals_summary_from_the_h200_tune():
     """The per-class goals are judged from a real tune results file."""
     from hgemm.summary import goals_markdown

@@ -171,6 +171,10 @@ def curve_sections(doc: list, inputs: ReportInputs) -> None:
         if keys:
             headers, cells = tables.first_last_table(curves, keys)
             doc.append(("table", headers, cells))
+        if (timing := tables.step_time_table(curves)) is not None:
+            doc.append(("p", "Where a step's time went (the judge's phases: its GPU evaluations' references, "
+                             "verification, timing set-up, cuBLASLt's algorithm choice, timed batches, after timing):"))
+            doc.append(("table", *timing))
         metrics = inputs.metrics(stage) or {}
         if metrics.get("heldout_curve"):
             headers, cells = tables.heldout_curve_table(metrics["heldout_curve"])

@@ -234,6 +234,25 @@ def first_last_table(curves: list[dict], keys: list[str]) -> tuple[list[str], li
     return ["metric", f"first 20% ({span} steps)", f"last 20% ({span} steps)"], cells
 
 
+def step_time_table(curves: list[dict]) -> tuple[list[str], list[list[str]]] | None:
+    """Where an RL step's seconds went, in the mean over the logged steps: the whole step, the judging
+    of its completions and the judge's GPU side by phase (hgemm.evaluate.Phases), each also as a share
+    of the step. None where the curves have no step times."""
+    def mean(k):
+        xs = [r[k] for r in curves if isinstance(r.get(k), (int, float))]
+        return sum(xs) / len(xs) if xs else None
+
+    step = mean("step_seconds")
+    if not step:
+        return None
+    phases = sorted({k for r in curves for k in r if k.startswith("judge_") and k.endswith("_seconds")
+                     and k != "judge_seconds"})
+    rows = [("the step", step), ("judging its completions", mean("judge_seconds"))]
+    rows += [(" ".join(k[len("judge_"):-len("_seconds")].split("_")), mean(k)) for k in phases]
+    return (["part", "seconds a step", "share of the step"],
+            [[name, fmt(v, 2), fmt(v / step, 3)] for name, v in rows if v is not None])
+
+
 def probe_table(probe: dict) -> tuple[str, list[str], list[list[str]]]:
     """The RL stage's before/after probe (training/probe.py): a sentence and a table of the rates and
     the best speedup, the starting model against the trained one on the same prompts."""

@@ -86,6 +86,25 @@ def test_the_workspace_fill_experiment_pins_one_kernel_two_ways(tmp_path):
         assert a.candidate.source.replace("workspace_zero: kept\n", "") == b.candidate.source
 
 
+def test_the_skinny_rows_experiment_times_every_variant_beside_the_librarys_choice(tmp_path):
+    """benchmarks/skinny_rows.py: the held-out shapes with 17 to 64 rows in a role, every skinny_mma
+    variant, and the library's kernel for each shape in the same folder, named in library.json."""
+    import json
+
+    from benchmarks.skinny_rows import main
+    from hgemm.library import merge_libraries
+
+    merge_libraries([ROOT / "benchmarks/tune", ROOT / "benchmarks/sample_tune"], tmp_path / "lib")
+    assert main([str(ROOT / "configs/grids/heldout.yaml"), "--library", str(tmp_path / "lib"),
+                 "--out", str(tmp_path / "out")]) == 0
+    problems = load_grid(tmp_path / "out/grid.yaml")
+    assert problems and all(17 <= p.M <= 64 or 17 <= p.N <= 64 for p in problems)
+    names = {f.stem for f in (tmp_path / "out/kernels").glob("*.cu")}
+    assert {skinny_mma.name(v) for v in skinny_mma.variants()} <= names
+    picks = json.loads((tmp_path / "out/library.json").read_text())["choices"]
+    assert set(picks) == {p.key for p in problems} and set(picks.values()) <= names
+
+
 @pytest.mark.parametrize("fam", HEADER_FAMILIES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
 def test_header_family_renders_are_an_include_a_spec_and_one_entry(fam):
     """The kernel lives in the headers: a render is a comment line, the include, the spec and an entry

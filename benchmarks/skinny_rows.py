@@ -1,0 +1,77 @@
+"""The skinny tensor-core family past the 16 rows it is tuned for: every skinny_mma variant (guarded and
+realigned loads, both roles) on the held-out shapes with 17 to 64 rows in one role, where its grid.z
+walks 16-row chunks that each stream the wide operand again (from L2 when it fits there), in one run
+beside a library's choice for each shape (its text in the same folder; `library.json` names it).
+
+    python benchmarks/skinny_rows.py configs/grids/heldout.yaml --library results/pipeline_library \
+        --out results/skinny_rows
+    python -m hgemm.cli bench --kernels results/skinny_rows/kernels --grid results/skinny_rows/grid.yaml \
+        --out benchmarks/skinny_rows/bench.json
+
+(`bash scripts/gpu_skinny_rows.sh` runs both, the library being configs/gpu-rl.yaml's tune.reuse merged.)
+The family is applicable to 16 rows only (kernels_corpus/families/skinny_mma.py), so no tune or search
+has timed it on these shapes. Expected before any run, against benchmarks/search_headroom/ (H100): on
+the few-tile, long-K TN shapes with odd K (64 x 743 x 491, 64 x 125 x 2267: 16-64 CTAs of one or two
+64-k chunks each), a `_pair` variant split over a cluster in 4-9 us, where the library's kernel took
+16.1-19.4 us, the best of every family configuration 13.5-16.0 and the strongest baseline 7.9-8.6; on
+31 x 11328 x 1505 TN, two chunks re-reading 34 MB, about 25 us against the library's 43.6, the
+families' best 40.8 and the strongest baseline's 33.6. If those hold, the family's applicability
+widens to 64 rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import yaml
+
+from hgemm.files import write_json
+from hgemm.library import Library
+from hgemm.problem import load_grid
+from kernels_corpus.families import skinny_mma
+
+ROWS = (skinny_mma.MAX_ROWS + 1, 64)  # the atom's rows in one role: past one chunk, up to four
+
+
+def shapes(grid: str) -> list:
+    """The grid's problems with 17 to 64 rows in either role and K past the short-K family's range."""
+    lo, hi = ROWS
+    return [p for p in load_grid(grid) if p.K >= skinny_mma.MIN_K and (lo <= p.M <= hi or lo <= p.N <= hi)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("grid", help="the grid to take the shapes from (configs/grids/heldout.yaml)")
+    ap.add_argument("--library", required=True, help="the library whose choice for each shape is timed beside")
+    ap.add_argument("--out", required=True, help="folder for kernels/ (every variant, the library's choices), "
+                                                 "grid.yaml and library.json")
+    args = ap.parse_args(argv)
+    chosen = shapes(args.grid)
+    if not chosen:
+        print(f"error: {args.grid}: no shape with {ROWS[0]} to {ROWS[1]} rows in a role", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    (out / "kernels").mkdir(parents=True, exist_ok=True)
+    for p in skinny_mma.variants():
+        (out / "kernels" / f"{skinny_mma.name(p)}.cu").write_text(skinny_mma.render(p))
+    library, picks = Library(args.library), {}
+    for p in chosen:
+        choice = library.lookup(p)  # the dispatch rule's pick: hgemm.matmul's before a first-call search
+        (out / "kernels" / f"{choice.name}.cu").write_text(choice.candidate.source)
+        picks[p.key] = choice.name
+    write_json(out / "library.json", {"library": args.library, "choices": picks})
+    groups = defaultdict(list)
+    for p in chosen:
+        groups[(p.shape_class, p.layout)].append([p.M, p.N, p.K, p.batch])
+    (out / "grid.yaml").write_text(yaml.safe_dump({"groups": [{"class": c, "layouts": [layout], "shapes": s}
+                                                              for (c, layout), s in sorted(groups.items())]}))
+    print(f"{len(skinny_mma.variants())} kernels, {len(chosen)} shapes -> {out}: "
+          + ", ".join(p.key for p in chosen))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

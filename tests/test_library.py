@@ -166,22 +166,28 @@ def test_tune_shortlist_times_every_short_k_variant_that_applies():
 
 def test_tune_shortlist_times_every_skinny_tensor_core_variant_that_applies():
     # no estimate fitted to measurements yet: an M <= 16 shape times all 21 of one role, in clusters of
-    # 1, 2 and 4, an N <= 16 shape the 21 swap variants, a shape with both small all 42; M and N past 16
-    # or K <= 16 none
+    # 1, 2 and 4, an N <= 16 shape the 21 swap variants, a shape with both small all 42, and where the
+    # rows are not 16-byte aligned the role's 12 realigned `_pair` variants too; M and N past 16 or
+    # K <= 16 none
     from hgemm.tune import shortlist
     from kernels_corpus.families import skinny_mma
 
     def timed(p):
         return sorted(name for name, _ in shortlist(p, 1) if name.startswith("skinny_mma_"))
 
-    plain = sorted(skinny_mma.name(v) for v in skinny_mma.variants() if not v["swap"])
-    swap = sorted(skinny_mma.name(v) for v in skinny_mma.variants() if v["swap"])
-    assert len(plain) == len(swap) == 21 and {n[-2:] for n in plain} == {"s1", "s2", "s4"}
+    def names(swap, loads):
+        return sorted(skinny_mma.name(v) for v in skinny_mma.variants()
+                      if v["swap"] == swap and v.get("loads", "elem") == loads)
+
+    plain, swap = names(False, "elem"), names(True, "elem")
+    assert len(plain) == len(swap) == 21 and {n.split("_")[5] for n in plain} == {"s1", "s2", "s4"}
+    assert len(names(False, "pair")) == len(names(True, "pair")) == 12
     for p in (Problem(16, 4096, 14336), Problem(1, 4096, 4096, layout="TN")):
         assert timed(p) == plain
-    for p in (Problem(4096, 8, 4096, layout="TN"), Problem(7033, 3, 3533)):
-        assert timed(p) == swap
-    assert timed(Problem(5, 13, 64)) == sorted(plain + swap)
+    assert timed(Problem(4096, 8, 4096, layout="TN")) == swap
+    assert timed(Problem(7033, 3, 3533)) == sorted(swap + names(True, "pair"))  # odd K: every row misaligned
+    # odd N in NN: B's rows, which only the plain role reads as vectors, are misaligned
+    assert timed(Problem(5, 13, 64)) == sorted(plain + names(False, "pair") + swap)
     for p in (Problem(17, 4096, 4096), Problem(16, 4096, 16), Problem(4096, 16, 16)):
         assert not timed(p)
 

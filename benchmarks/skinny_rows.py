@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import defaultdict
 from pathlib import Path
-
-import yaml
 
 from hgemm.files import write_json
 from hgemm.library import Library
 from hgemm.problem import load_grid
+from hgemm.shape_sample import grid_text
 from kernels_corpus.families import skinny_mma
 
 ROWS = (skinny_mma.MAX_ROWS + 1, 64)  # the atom's rows in one role: past one chunk, up to four
@@ -63,11 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         (out / "kernels" / f"{choice.name}.cu").write_text(choice.candidate.source)
         picks[p.key] = choice.name
     write_json(out / "library.json", {"library": args.library, "choices": picks})
-    groups = defaultdict(list)
-    for p in chosen:
-        groups[(p.shape_class, p.layout)].append([p.M, p.N, p.K, p.batch])
-    (out / "grid.yaml").write_text(yaml.safe_dump({"groups": [{"class": c, "layouts": [layout], "shapes": s}
-                                                              for (c, layout), s in sorted(groups.items())]}))
+    (out / "grid.yaml").write_text(grid_text(chosen, f"the shapes of {args.grid} with {ROWS[0]} to {ROWS[1]} rows in a role"))
     print(f"{len(skinny_mma.variants())} kernels, {len(chosen)} shapes -> {out}: "
           + ", ".join(p.key for p in chosen))
     return 0

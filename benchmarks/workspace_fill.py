@@ -24,15 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
 from pathlib import Path
-
-import yaml
 
 from hgemm.candidate import parse_candidate
 from hgemm.cost import family_text
 from hgemm.library import tune_results
 from hgemm.problem import Problem
+from hgemm.shape_sample import grid_text
 from hgemm.summary import BESIDE
 
 SLOWER = 1.5  # a kernel this much slower than the shape's fastest is one no tune would keep
@@ -65,14 +63,6 @@ def write_library(folder: Path, chosen: dict[str, tuple[Problem, str]], fill_eac
     (folder / "table.json").write_text(json.dumps({"fallback": first, "dispatch": "nearest", "entries": entries}, indent=1))
 
 
-def write_grid(path: Path, chosen: dict[str, tuple[Problem, str]]) -> None:
-    groups = defaultdict(list)
-    for p, _ in chosen.values():
-        groups[(p.shape_class, p.layout)].append([p.M, p.N, p.K, p.batch])
-    path.write_text(yaml.safe_dump({"groups": [{"class": c, "layouts": [layout], "shapes": shapes}
-                                               for (c, layout), shapes in sorted(groups.items())]}))
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tunes", nargs="+", help="tune folders (bench.json[.gz]), the first's shapes first")
@@ -91,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     write_library(out / "fill_once", chosen, fill_each=False)
     write_library(out / "fill_each", chosen, fill_each=True)
-    write_grid(out / "grid.yaml", chosen)
+    (out / "grid.yaml").write_text(grid_text([p for p, _ in chosen.values()],
+                                             "the shapes of benchmarks/workspace_fill.py's pairs"))
     for key, (_, name) in chosen.items():
         print(f"{key:32s} {name}")
     print(f"{len(chosen)} shapes -> {out}")

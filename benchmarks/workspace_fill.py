@@ -1,6 +1,6 @@
 """What a zero-fill before every launch costs: the same kernel as it is rendered (`workspace_zero: kept`,
-filled once) and with that line taken out (filled before every launch, as every workspace was before),
-as two pinned libraries benched side by side in one run (`hgemm bench --library A --library B`).
+filled once) and with that line taken out (`launch`, the default: filled before every launch), as two
+pinned libraries benched side by side in one run (`hgemm bench --library A --library B`).
 
 Per shape of the tunes given (benchmarks/search_headroom/tune timed every variant on the held-out
 shapes; a library tune, its shortlist), the fastest verified seed-family kernel with a workspace (a

@@ -29,6 +29,10 @@ STATE_ERROR = ("{} bytes of module-scope __device__ variables: a GEMM candidate 
 TIMING_METHODS = ("spin_batch", "sustained", "events")
 
 # Result classes, worst first. `compiled` is the CPU-only outcome; `harness_error` is ours, not the kernel's.
+# The phases of one problem's GPU evaluation, in order (hgemm.evaluate.Phases laps them; the judge sums
+# them and the RL curves log each): the inputs' float64 references, verification, the timing's set-up,
+# cuBLASLt's algorithm choice, the timed batches with their checks, and what follows them.
+EVAL_PHASES = ("reference", "verify", "timing_setup", "baseline_algorithms", "timed", "after_timing")
 STATUSES = ("parse_error", "compile_error", "unsupported", "launch_error", "timeout", "crash", "wrong", "ok")
 
 

@@ -321,3 +321,16 @@ def test_a_family_render_whose_spec_does_not_fit_its_template_is_a_parse_error_n
     assert "block: block 256, the kernel's is 384" in reward.last_verdicts[1]["error"]
     assert "smem: smem 1024" in reward.last_verdicts[2]["error"]
     assert rewards[1] < rewards[0] and reward.db.status_counts() == {"compiled": 1, "parse_error": 2}
+
+
+def test_the_evaluators_phases_are_the_ones_the_curves_log():
+    # hgemm.evaluate laps its phases by name; the curves keep a column for each name of EVAL_PHASES
+    import re
+
+    from conftest import ROOT
+    from hgemm.entry import EVAL_PHASES
+    from training.grpo import CURVE_KEYS
+
+    lapped = re.findall(r'phases\.lap\("(\w+)"\)', (ROOT / "hgemm/evaluate.py").read_text())
+    assert tuple(lapped) == EVAL_PHASES
+    assert all(f"kernel/judge_{p}_seconds" in CURVE_KEYS for p in EVAL_PHASES)

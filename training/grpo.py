@@ -29,7 +29,7 @@ import torch
 from transformers import AutoConfig, PreTrainedTokenizerBase, TrainerCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
-from hgemm.entry import EvalOptions
+from hgemm.entry import EVAL_PHASES, EvalOptions
 from hgemm.files import write_json
 from hgemm.judge import KernelJudge
 from hgemm.pool import evaluation_gpus, visible_gpus
@@ -238,8 +238,7 @@ CURVE_KEYS = {
     "kernel/timed": "timed",
     "kernel/judge_seconds": "judge_seconds",
     # the judge's GPU side by phase (hgemm.evaluate.Phases): where a step's judging goes
-    **{f"kernel/judge_{phase}_seconds": f"judge_{phase}_seconds"
-       for phase in ("reference", "verify", "timing_setup", "baseline_algorithms", "timed", "after_timing")},
+    **{f"kernel/judge_{phase}_seconds": f"judge_{phase}_seconds" for phase in EVAL_PHASES},
     "step_time": "step_seconds",
     "kl": "kl",
     "entropy": "entropy",

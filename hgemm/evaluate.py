@@ -35,8 +35,8 @@ ROW_ALIGN = 512  # fp16 elements (1 KiB): each rotated output or workspace start
 
 
 class Phases:
-    """Seconds one problem's evaluation spent in each phase, the GPU's work included (each lap
-    synchronises): where a judge's time goes (`seconds` in run_problem's result)."""
+    """Seconds one problem's evaluation spent in each phase (hgemm.entry.EVAL_PHASES), the GPU's work
+    included (each lap synchronises): where a judge's time goes (`seconds` in run_problem's result)."""
 
     def __init__(self):
         self.seconds: dict[str, float] = {}

@@ -7,6 +7,7 @@ raises ContextLost after its result is emitted, so the worker can die and be rep
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import random
@@ -245,6 +246,9 @@ class GemmEvaluator:
             return out
         emit("begin", {"index": -1, "phase": "timing"})
         out.update(self.time_problem(problem, entries, results, seed, alive=lambda: emit("alive", {}), phases=phases))
+        # the timing's buffers (input sets, the outputs, the references: several C-sized tensors) go before
+        # the next problem allocates its own, not whenever Python's collector next finds what refers to them
+        gc.collect()
         return out
 
     def _make_sets(self, problem: Problem, seed: int) -> tuple[bl.Sets, int, torch.Tensor, torch.Tensor]:

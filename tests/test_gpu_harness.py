@@ -249,18 +249,21 @@ def test_candidates_share_the_timings_outputs(evaluator):
     entries = [e for e, _ in compile_all([(f"mma_sync_{i}", text) for i in range(8)], layouts=("NN",))]
     options = evaluator.options
     evaluator.options = EvalOptions(reps=3, baselines=("cublas",))
-    peaks = {}
+    peaks, held = {}, {}
     try:
-        for count in (1, 8):
+        for count in (1, 8, 2):
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
             out = evaluator.run_problem(problem, entries[:count], lambda *_: None)
-            peaks[count] = torch.cuda.max_memory_allocated()
+            peaks[count] = torch.cuda.max_memory_allocated() - before
+            held[count] = torch.cuda.memory_allocated() - before  # what the evaluation left allocated
             assert all(r["status"] == "ok" and r["time_us"] > 0 for r in out["candidates"].values()), out["candidates"]
     finally:
         evaluator.options = options
     c_bytes = 2 * problem.batch * problem.M * problem.N
-    assert peaks[8] - peaks[1] < c_bytes, peaks
+    assert peaks[8] - peaks[1] < c_bytes and abs(peaks[2] - peaks[1]) < c_bytes, peaks
+    assert all(h < c_bytes for h in held.values()), held  # nothing C-sized outlives its problem
 
 
 def test_a_write_into_the_reference_data_is_blamed_on_its_kernel_and_undone(evaluator):

@@ -15,8 +15,8 @@ the few-tile, long-K TN shapes with odd K (64 x 743 x 491, 64 x 125 x 2267: 16-6
 64-k chunks each), a `_pair` variant split over a cluster in 4-9 us, where the library's kernel took
 16.1-19.4 us, the best of every family configuration 13.5-16.0 and the strongest baseline 7.9-8.6; on
 31 x 11328 x 1505 TN, two chunks re-reading 34 MB, about 25 us against the library's 43.6, the
-families' best 40.8 and the strongest baseline's 33.6. If those hold, the family's applicability
-widens to 64 rows.
+families' best 40.8 and the strongest baseline's 33.6. Where those hold, a tune of shapes with 17-64
+rows measures the family there before its applicability widens (benchmarks/skinny_rows/ has the run).
 """
 
 from __future__ import annotations

@@ -109,6 +109,24 @@ def test_a_swapped_skinny_tensor_core_kernel_streams_a_and_reads_b_once_a_block_
     assert x[l2] == 2 * 16 * 4096 * 448
 
 
+def test_a_skinny_tensor_core_kernel_streams_the_wide_operand_once_a_16_row_chunk():
+    # 64 x 743 x 491 TN: four 16-row chunks on grid.z, each reading all of B's 743 x 491; at 65 rows the
+    # family no longer applies (the tiles' families take it)
+    from hgemm.cost import applicable
+    from kernels_corpus.families import skinny_mma
+
+    name = "skinny_mma_w8_t4_u1_s1_pair"
+    params, dram = kernel_params(name), FEATURES.index("dram_bytes")
+    once = 2 * (64 * 491 + 491 * 743 + 64 * 743)
+    p = Problem(64, 743, 491, 1, "TN")
+    assert applicable(name, p) and skinny_mma.ctas(params, p) == 4 * 24
+    assert features(params, p)[dram] == once + 3 * 2 * 743 * 491
+    assert features(params, Problem(16, 743, 491, 1, "TN"))[dram] == 2 * (16 * 491 + 491 * 743 + 16 * 743)
+    assert not applicable(name, Problem(65, 743, 491, 1, "TN"))
+    assert not applicable(name, Problem(743, 64, 491, 1, "TN"))  # 64 rows in N's role: the swap variant's
+    assert applicable("skinny_mma_w8_t4_u1_s1_swap_pair", Problem(743, 64, 491, 1, "TN"))
+
+
 def test_a_tensor_core_short_k_kernel_walks_its_rows_in_16_row_groups():
     # 1419 x 14848 x 64, KMAX 64, one CTA an SM: 233 blocks of 64 columns (N + 8 over 64) fill 132 SMs
     # less than twice, so one row CTA a block; its 8 warps take 16 rows a group: 1419 rows in 12 groups

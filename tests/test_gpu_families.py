@@ -137,12 +137,12 @@ def test_small_k_variants_verify_on_the_shapes_they_serve(layout):
 
 # The skinny tensor-core family's own shapes: the default grid's M <= 16 shapes at full size, K tails
 # (a partial 64-k chunk), N past the last column block, odd N (NN's realigned loads) and odd K (A's and
-# TN's), fewer chunks than a cluster's warps, M = 1, M past one 16-row chunk, batch; every variant
+# TN's), fewer chunks than a cluster's warps, M = 1, M past one 16-row chunk and at four, batch; every variant
 # verifies on all of them, the swap variants on the same shapes with M and N exchanged (N <= 16: a
 # mixture-of-experts router's 8 columns, N = 1, 3 and 7, N past 16).
 SKINNY_MMA = [Problem(16, 4096, 14336), Problem(1, 14336, 4096), Problem(13, 100, 200), Problem(16, 4095, 4096),
               Problem(7, 4096, 4097), Problem(3, 1000, 999, 3), Problem(16, 64, 64), Problem(1, 1, 17),
-              Problem(16, 8, 100000), Problem(37, 33, 77, 2)]
+              Problem(16, 8, 100000), Problem(37, 33, 77, 2), Problem(64, 743, 491)]
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])

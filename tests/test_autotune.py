@@ -46,9 +46,11 @@ def test_on_the_full_searchs_shapes_the_shortlists_best_of_8_beats_the_librarys_
     """The committed search timed every variant of every family beside the pipeline library's choice on
     46 held-out shapes (an H100): the best of the cost model's first 8 must take at most 0.92x the
     choice's time and win by more than 2% on at least 20 shapes (measured: 0.897, 26); its first pick
-    alone is about the library's own (the library ranks with the same model)."""
+    alone is about the library's own (the library ranks with the same model). A shape counts where the
+    search timed the library's pick; the search ran when the skinny tensor-core family stopped at 16
+    rows, and the library now picks it past them on one of the 46."""
     result = evaluate(json.loads(gzip.decompress(SEARCH.read_bytes())), pipeline_library)
-    assert result["shapes"] == 46
+    assert result["shapes"] >= 45
     eight, one = result["summary"][8], result["summary"][1]
     assert eight["time_over_current"] <= 0.92 and eight["faster_than_current"] >= 20
     assert 0.95 <= one["time_over_current"] <= 1.05

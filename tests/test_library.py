@@ -167,8 +167,8 @@ def test_tune_shortlist_times_every_short_k_variant_that_applies():
 def test_tune_shortlist_times_every_skinny_tensor_core_variant_that_applies():
     # no estimate fitted to measurements yet: an M <= 16 shape times all 21 of one role, in clusters of
     # 1, 2 and 4, an N <= 16 shape the 21 swap variants, a shape with both small all 42, and where the
-    # rows are not 16-byte aligned the role's 12 realigned `_pair` variants too; M and N past 16 or
-    # K <= 16 none
+    # rows are not 16-byte aligned the role's 12 realigned `_pair` variants too; 17-64 rows in a role
+    # (up to four 16-row chunks) the same; M and N past 64 or K <= 16 none
     from hgemm.tune import shortlist
     from kernels_corpus.families import skinny_mma
 
@@ -188,7 +188,9 @@ def test_tune_shortlist_times_every_skinny_tensor_core_variant_that_applies():
     assert timed(Problem(7033, 3, 3533)) == sorted(swap + names(True, "pair"))  # odd K: every row misaligned
     # odd N in NN: B's rows, which only the plain role reads as vectors, are misaligned
     assert timed(Problem(5, 13, 64)) == sorted(plain + names(False, "pair") + swap)
-    for p in (Problem(17, 4096, 4096), Problem(16, 4096, 16), Problem(4096, 16, 16)):
+    assert timed(Problem(17, 4096, 4096)) == timed(Problem(64, 4096, 4096, layout="TN")) == plain
+    assert timed(Problem(4096, 64, 4095)) == sorted(swap + names(True, "pair"))
+    for p in (Problem(65, 4096, 4096), Problem(4096, 65, 4096), Problem(16, 4096, 16), Problem(4096, 16, 16)):
         assert not timed(p)
 
 

@@ -50,9 +50,9 @@ REGISTERS = {(4, 1): 124, (4, 2): 168, (8, 1): 160}
 REGISTERS_PAIR = {(4, 1): 184, (8, 1): 255}
 SPLIT_CHOICES = (1, 2, 4)
 MAX_ROWS = 16               # the atom's rows: M, or N with `swap`; grid.z walks further 16-row chunks
-# The rows it is worth timing on: past 16, every chunk streams the wide operand again, and on the
-# held-out shapes with 17-64 rows the family still beat the library's kernel on 5 of 8 and the strongest
-# baseline on 6 (benchmarks/skinny_rows/, H100), the few-tile long-K TN shapes by 1.05-1.42x.
+# The rows it is worth timing on: past 16, every chunk streams the wide operand again, yet tuned on 62
+# shapes with 17-64 rows it won 38, and on 23 held-out such shapes the library with that tune went
+# 0.829x -> 0.975x the strongest baseline (benchmarks/skinny_rows/, H100).
 APPLICABLE_ROWS = 64
 MIN_K = 17                  # K <= 16 is the short-K family's
 

@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--library", required=True, help="the library whose choice for each shape is timed beside")
     ap.add_argument("--out", required=True, help="folder for kernels/ (every variant, the library's choices), "
                                                  "grid.yaml and library.json")
+    ap.add_argument("--row-groups", type=int, nargs="+", default=None,
+                    help="only the variants of these atoms a CTA (1, 2, 4; default: every variant)")
     args = ap.parse_args(argv)
     chosen = shapes(args.grid)
     if not chosen:
@@ -49,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     (out / "kernels").mkdir(parents=True, exist_ok=True)
-    for p in skinny_mma.variants():
+    variants = [p for p in skinny_mma.variants() if args.row_groups is None or skinny_mma.row_groups(p) in args.row_groups]
+    for p in variants:
         (out / "kernels" / f"{skinny_mma.name(p)}.cu").write_text(skinny_mma.render(p))
     library, picks = Library(args.library), {}
     for p in chosen:
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         picks[p.key] = choice.name
     write_json(out / "library.json", {"library": args.library, "choices": picks})
     (out / "grid.yaml").write_text(grid_text(chosen, f"the shapes of {args.grid} with {ROWS[0]} to {ROWS[1]} rows in a role"))
-    print(f"{len(skinny_mma.variants())} kernels, {len(chosen)} shapes -> {out}: "
+    print(f"{len(variants)} kernels, {len(chosen)} shapes -> {out}: "
           + ", ".join(p.key for p in chosen))
     return 0
 

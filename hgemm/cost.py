@@ -6,7 +6,7 @@ The model of a kernel's time on a problem is linear in a few terms its parameter
 on relative error over every kernel time the tunes recorded:
 - a constant: launch and prologue;
 - DRAM bytes: A and B read once, C written once (the skinny tensor-core kernel's wide operand once
-  a 16-row chunk);
+  a chunk of its CTAs' rows);
 - split-K partial sums: workspace bytes (mma_sync, skinny: fp32 partials written and read back), and
   the skinny tensor-core kernel's fp32 tile a CTA reduced across its cluster (with it, in
   hgemm.dispatch_eval's leave-one-out over the pipeline's tunes, the cost rule's pick on that family's
@@ -127,11 +127,11 @@ def features(params: dict, p: Problem) -> list[float]:
         chain = skinny_mma.waits(params, p)
         # every column block's CTAs read all of the atom's rows (A's, or B's with swap) over K between them
         l2 = 2.0 * p.batch * skinny_mma.roles(params, p)[0] * p.K * skinny_mma.column_blocks(params, p)
-        # a split's partial sums: each CTA's 16 x 8t fp32 tile, reduced through distributed shared memory
-        partials = 4.0 * skinny_mma.ctas(params, p) * 16 * 8 * params["t"] if params["split"] > 1 else 0.0
-        # past 16 rows, each further 16-row chunk (grid.z) streams the wide operand again
-        rows, wide = skinny_mma.roles(params, p)
-        dram += 2.0 * p.batch * wide * p.K * (_cdiv(rows, skinny_mma.MAX_ROWS) - 1)
+        # a split's partial sums: each CTA's 16rg x 8t fp32 tile, reduced through distributed shared memory
+        partials = (4.0 * skinny_mma.ctas(params, p) * 16 * skinny_mma.row_groups(params) * 8 * params["t"]
+                    if params["split"] > 1 else 0.0)
+        # past a CTA's 16rg rows, each further chunk (grid.z) streams the wide operand again
+        dram += 2.0 * p.batch * skinny_mma.roles(params, p)[1] * p.K * (skinny_mma.row_chunks(params, p) - 1)
         return [1.0, dram, partials, 0.0, l2, 0.0, chain, 0.0, 0.0]
     if "bm" not in params:  # skinny: mt output rows a warp, split over K with fp32 atomics
         partials = 4 * p.batch * p.M * p.N * split if split > 1 else 0

@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# The skinny tensor-core family on the held-out shapes with 17 to 64 rows in one role, on one GPU:
+# The skinny tensor-core family on shapes with 17 to 64 rows in one role, on one GPU:
 # `bash scripts/gpu_skinny_rows.sh` (benchmarks/skinny_rows.py says what is expected).
 #   1. the family's GPU tests (every variant, the realigned _pair ones included, on its own shapes);
-#   2. every variant and the pipeline's library's choice for each shape (configs/gpu-rl.yaml's
-#      tune.reuse, merged) benched in one run beside every baseline, every kernel verified.
+#      TESTS=0 leaves them out (a bench verifies every kernel it times, on its own shapes);
+#   2. every variant (ROW_GROUPS="2 4": those of 2 and 4 atoms a CTA) and the pipeline's library's
+#      choice for each shape of GRID (configs/gpu-rl.yaml's tune.reuse, merged; default
+#      configs/grids/heldout.yaml) benched in one run beside every baseline, every kernel verified.
 # Raw results and logs in $OUT; per shape the library's kernel, the family's fastest and the strongest
 # baseline last.
+GRID=${GRID:-configs/grids/heldout.yaml}
 source scripts/gpu_env.sh
 set -o pipefail
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
-timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_families.py -k skinny_mma \
-  > "$OUT/pytest_gpu_families.log" 2>&1
-echo "the family's GPU tests: rc $?"; tail -2 "$OUT/pytest_gpu_families.log"
+if [ "${TESTS:-1}" != 0 ]; then
+  timeout 150 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_families.py -k skinny_mma \
+    > "$OUT/pytest_gpu_families.log" 2>&1
+  echo "the family's GPU tests: rc $?"; tail -2 "$OUT/pytest_gpu_families.log"
+fi
 read -r -a libraries < <(python3 -c "import yaml; print(*yaml.safe_load(open('configs/gpu-rl.yaml'))['tune']['reuse'])")
 python3 -m hgemm.cli merge "${libraries[@]}" --out results/pipeline_library > /dev/null || exit 1
-python3 benchmarks/skinny_rows.py configs/grids/heldout.yaml --library results/pipeline_library \
-  --out results/skinny_rows || exit 1
+python3 benchmarks/skinny_rows.py "$GRID" --library results/pipeline_library --out results/skinny_rows \
+  ${ROW_GROUPS:+--row-groups $ROW_GROUPS} || exit 1
 cp results/skinny_rows/grid.yaml results/skinny_rows/library.json "$OUT/"
 timeout 300 python3 -m hgemm.cli bench --kernels results/skinny_rows/kernels --grid results/skinny_rows/grid.yaml \
   --reps 5 --out "$OUT/bench.json" > "$OUT/bench.log" 2>&1

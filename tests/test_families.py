@@ -363,6 +363,7 @@ def _skinny_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, 
     and Y = B, or with `swap` X = B's columns, Y = A's rows and D = C^T. Every load is bounds-checked.
     Returns C and how many times each element was stored."""
     warps, T, U, split, swap = p["warps"], p["t"], p["unroll"], p["split"], p.get("swap", False)
+    RG = p.get("rg", 1)   # atoms a CTA: 16 * RG rows, every fragment of Y feeding each
     grid, block, _, _ = parse_candidate(skinny_mma.render(p)).spec.launch_dims(
         dict(M=M, N=N, K=K, batch=batch, num_sms=132))
     assert block == (32 * warps, 1, 1) and grid[0] % split == 0 and grid[1] == 1
@@ -381,13 +382,13 @@ def _skinny_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, 
         return np.where(ok, mat[np.minimum(rows_idx, mat.shape[0] - 1), np.minimum(cols_idx, mat.shape[1] - 1)], 0.0)
 
     def load(x_mat, y_mat, rows, n0, k0):
-        # a[lane, r, w, e]: row g + 8r, k = k0 + 16q + 8v + 2w' + e with w = 4v + w'
+        # a[lane, i, r, w, e]: atom i's row 16i + g + 8r, k = k0 + 16q + 8v + 2w' + e with w = 4v + w'
         w_idx, e_idx = np.meshgrid(np.arange(8), np.arange(2), indexing="ij")
-        a = np.zeros((32, 2, 8, 2))
-        for r in range(2):
-            m = (g + 8 * r)[:, None, None]
+        a = np.zeros((32, RG, 2, 8, 2))
+        for i, r in itertools.product(range(RG), range(2)):
+            m = (16 * i + g + 8 * r)[:, None, None]
             k = k0 + 16 * q[:, None, None] + 2 * w_idx + e_idx
-            a[:, r] = read(x_mat, m, k, (m < rows) & (k < K))
+            a[:, i, r] = read(x_mat, m, k, (m < rows) & (k < K))
         b = np.zeros((32, T, 8, 2))
         if y_rows:
             for t in range(T):
@@ -410,13 +411,13 @@ def _skinny_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, 
         return a, b
 
     def mma(acc, a, b):
-        for s_ in range(4):
+        for s_, ai in itertools.product(range(4), range(RG)):
             a_l = np.zeros((16, 16))
             for e in range(2):   # a0..a3 of the PTX m16n8k16 row-major A layout
-                a_l[g, 2 * q + e] = a[:, 0, 2 * s_, e]
-                a_l[g + 8, 2 * q + e] = a[:, 1, 2 * s_, e]
-                a_l[g, 2 * q + 8 + e] = a[:, 0, 2 * s_ + 1, e]
-                a_l[g + 8, 2 * q + 8 + e] = a[:, 1, 2 * s_ + 1, e]
+                a_l[g, 2 * q + e] = a[:, ai, 0, 2 * s_, e]
+                a_l[g + 8, 2 * q + e] = a[:, ai, 1, 2 * s_, e]
+                a_l[g, 2 * q + 8 + e] = a[:, ai, 0, 2 * s_ + 1, e]
+                a_l[g + 8, 2 * q + 8 + e] = a[:, ai, 1, 2 * s_ + 1, e]
             for t in range(T):
                 b_l = np.zeros((16, 8))
                 for e in range(2):   # b0, b1 of the col-major B layout
@@ -424,30 +425,30 @@ def _skinny_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, 
                     b_l[2 * q + 8 + e, g] = b[:, t, 2 * s_ + 1, e]
                 d = a_l @ b_l
                 for i in range(4):
-                    acc[:, t, i] += d[g + 8 * (i // 2), 2 * q + i % 2]
+                    acc[:, ai, t, i] += d[g + 8 * (i // 2), 2 * q + i % 2]
 
     for bz, bx in itertools.product(range(grid[2]), range(grid[0])):
-        mchunks = -(-R // 16)
-        b_, m0 = bz // mchunks, (bz % mchunks) * 16
-        rows, n0 = min(16, R - m0), (bx // split) * BN
+        mchunks = -(-R // (16 * RG))
+        b_, m0 = bz // mchunks, (bz % mchunks) * 16 * RG
+        rows, n0 = min(16 * RG, R - m0), (bx // split) * BN
         # X's rows from the chunk's first, and Y's rows (W x K), whatever their layout in memory
         b_rows = B[b_] if layout == "TN" else B[b_].T   # N x K
         x_mat, y_mat = (b_rows[m0:], A[b_]) if swap else (A[b_, m0:], b_rows)
         if bx % split == 0:
-            part = np.zeros((split, 16, BN))
+            part = np.zeros((split, 16 * RG, BN))
         rank = bx % split
         for warp in range(warps):
-            acc = np.zeros((32, T, 4))
+            acc = np.zeros((32, RG, T, 4))
             for c in range(rank * warps + warp, chunks, workers * uu):
                 for u in range(uu):
                     cu = c + u * workers
                     a, b = load(x_mat, y_mat, rows, n0, cu * 64 if cu < chunks else K)
                     if cu < chunks:
                         mma(acc, a, b)
-            for t, i in itertools.product(range(T), range(4)):
-                m = g + 8 * (i // 2)
+            for ai, t, i in itertools.product(range(RG), range(T), range(4)):
+                m = 16 * ai + g + 8 * (i // 2)
                 col = np.array([_skinny_mma_column("TN" if y_rows else "NN", t, 2 * qq + i % 2) for qq in q])
-                np.add.at(part[rank], (m[m < rows], col[m < rows]), acc[m < rows, t, i])
+                np.add.at(part[rank], (m[m < rows], col[m < rows]), acc[m < rows, ai, t, i])
         if rank < split - 1:
             continue
         total = part.sum(axis=0)   # every rank's sums, as each CTA reads them through DSMEM
@@ -483,6 +484,11 @@ def _skinny_mma_model(p: dict, layout: str, M: int, N: int, K: int, batch: int, 
     (dict(warps=8, t=4, unroll=2, split=1, swap=True), (33, 37, 77, 1)),     # N past one 16-row chunk
     (dict(warps=4, t=4, unroll=1, split=2, loads="pair"), (13, 101, 203, 2)),   # realigned rows: odd K and N
     (dict(warps=4, t=8, unroll=1, split=1, swap=True, loads="pair"), (99, 7, 333, 1)),
+    (dict(warps=4, t=4, unroll=1, split=2, rg=2), (37, 33, 77, 2)),   # two atoms a CTA: a full and a partial chunk
+    (dict(warps=4, t=4, unroll=1, split=1, rg=4), (64, 40, 130, 1)),  # four atoms, one chunk of 64 rows
+    (dict(warps=4, t=4, unroll=1, split=1, rg=4), (19, 40, 70, 1)),   # four atoms, three of them past the rows
+    (dict(warps=8, t=4, unroll=1, split=2, swap=True, rg=2), (70, 45, 100, 1)),  # N = 45 in chunks of 32
+    (dict(warps=4, t=4, unroll=1, split=1, rg=2, loads="pair"), (33, 101, 203, 1)),
 ])
 @pytest.mark.parametrize("vec", [True, False])
 def test_skinny_mma_fragment_order_computes_a_times_b(params, shape, layout, vec):

@@ -175,9 +175,9 @@ def test_tune_shortlist_times_every_skinny_tensor_core_variant_that_applies():
     def timed(p):
         return sorted(name for name, _ in shortlist(p, 1) if name.startswith("skinny_mma_"))
 
-    def names(swap, loads):
+    def names(swap, loads, rg=1):
         return sorted(skinny_mma.name(v) for v in skinny_mma.variants()
-                      if v["swap"] == swap and v.get("loads", "elem") == loads)
+                      if v["swap"] == swap and v.get("loads", "elem") == loads and skinny_mma.row_groups(v) == rg)
 
     plain, swap = names(False, "elem"), names(True, "elem")
     assert len(plain) == len(swap) == 21 and {n.split("_")[5] for n in plain} == {"s1", "s2", "s4"}
@@ -188,8 +188,11 @@ def test_tune_shortlist_times_every_skinny_tensor_core_variant_that_applies():
     assert timed(Problem(7033, 3, 3533)) == sorted(swap + names(True, "pair"))  # odd K: every row misaligned
     # odd N in NN: B's rows, which only the plain role reads as vectors, are misaligned
     assert timed(Problem(5, 13, 64)) == sorted(plain + names(False, "pair") + swap)
-    assert timed(Problem(17, 4096, 4096)) == timed(Problem(64, 4096, 4096, layout="TN")) == plain
-    assert timed(Problem(4096, 64, 4095)) == sorted(swap + names(True, "pair"))
+    # and the variants of 2 atoms a CTA past 16 rows, of 4 past 32
+    assert timed(Problem(17, 4096, 4096)) == sorted(plain + names(False, "elem", 2))
+    assert timed(Problem(64, 4096, 4096, layout="TN")) == sorted(plain + names(False, "elem", 2) + names(False, "elem", 4))
+    assert timed(Problem(4096, 64, 4095)) == sorted(swap + names(True, "pair") + names(True, "elem", 2)
+                                                    + names(True, "pair", 2))
     for p in (Problem(65, 4096, 4096), Problem(4096, 65, 4096), Problem(16, 4096, 16), Problem(4096, 16, 16)):
         assert not timed(p)
 

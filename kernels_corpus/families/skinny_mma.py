@@ -50,6 +50,13 @@ REGISTERS = {(4, 1): 124, (4, 2): 168, (8, 1): 160}
 REGISTERS_PAIR = {(4, 1): 184, (8, 1): 255}
 SPLIT_CHOICES = (1, 2, 4)
 MAX_ROWS = 16               # the atom's rows: M, or N with `swap`; grid.z walks further 16-row chunks
+# Atoms a CTA (`rg`, the template's RG): 32 or 64 rows a CTA, each fragment of the wide operand feeding
+# every atom, so that operand is streamed once per 16 * rg rows. Registers in nvcc 13.0 (both layouts,
+# both roles, clusters of 1 and 2): 122-196 at rg 2 with (t, u) = (4, 1), 230-244 with pair loads;
+# 186-255 at rg 2 with (8, 1); 186-202 at rg 4 with (4, 1) without swap. Pair loads at (8, 1) or rg 4,
+# and the swap variants at rg 4, spill; the variants leave them out. The warps' partial sums must fit
+# static shared memory (16 * rg rows of 8t + 8 floats a warp, at most 48 KB).
+ROW_GROUP_REGISTERS = {(2, 4, "elem"): 200, (2, 4, "pair"): 248, (2, 8, "elem"): 255, (4, 4, "elem"): 208}
 # The rows it is worth timing on: past 16, every chunk streams the wide operand again, yet tuned on 62
 # shapes with 17-64 rows it won 38, and on 23 held-out such shapes the library with that tune went
 # 0.829x -> 0.975x the strongest baseline (benchmarks/skinny_rows/, H100).
@@ -68,11 +75,23 @@ def variants() -> list[dict]:
         p |= {"loads": "pair"} if loads == "pair" else {}  # the elem variants' names and texts as they were
         if (loads == "elem" or (t, unroll) in REGISTERS_PAIR) and min_blocks(p):
             out.append(p)
+    for (rg, t, loads), swap, warps, split in itertools.product(ROW_GROUP_REGISTERS, (False, True), WARPS_CHOICES,
+                                                                SPLIT_CHOICES):
+        p = dict(kind="skinny_mma", warps=warps, t=t, unroll=1, split=split, swap=swap, rg=rg)
+        p |= {"loads": "pair"} if loads == "pair" else {}
+        if not (rg == 4 and swap) and warps * 16 * rg * (8 * t + 8) * 4 <= 48 * 1024 and min_blocks(p):
+            out.append(p)
     return out
 
 
+def row_groups(p: dict) -> int:
+    """Atoms of 16 rows a CTA (1 but for the `_r2` and `_r4` variants)."""
+    return p.get("rg", 1)
+
+
 def name(p: dict) -> str:
-    return (f"skinny_mma_w{p['warps']}_t{p['t']}_u{p['unroll']}_s{p['split']}" + ("_swap" if p.get("swap") else "")
+    return (f"skinny_mma_w{p['warps']}_t{p['t']}_u{p['unroll']}_s{p['split']}"
+            + (f"_r{row_groups(p)}" if row_groups(p) > 1 else "") + ("_swap" if p.get("swap") else "")
             + ("_pair" if p.get("loads") == "pair" else ""))
 
 
@@ -88,7 +107,9 @@ def roles(p: dict, problem) -> tuple[int, int]:
 
 
 def registers(p: dict) -> int:
-    """Registers a thread takes (REGISTERS or REGISTERS_PAIR, by t and unroll)."""
+    """Registers a thread takes (REGISTERS or REGISTERS_PAIR by t and unroll; ROW_GROUP_REGISTERS)."""
+    if row_groups(p) > 1:
+        return ROW_GROUP_REGISTERS[(row_groups(p), p["t"], p.get("loads", "elem"))]
     return (REGISTERS_PAIR if p.get("loads") == "pair" else REGISTERS)[(p["t"], p["unroll"])]
 
 
@@ -105,7 +126,12 @@ def column_blocks(p: dict, problem) -> int:
 
 
 def ctas(p: dict, problem) -> int:
-    return p["split"] * column_blocks(p, problem) * problem.batch * _cdiv(roles(p, problem)[0], MAX_ROWS)
+    return p["split"] * column_blocks(p, problem) * problem.batch * row_chunks(p, problem)
+
+
+def row_chunks(p: dict, problem) -> int:
+    """The CTAs' chunks of the atom's role (16 * rg rows each), each streaming the wide operand."""
+    return _cdiv(roles(p, problem)[0], MAX_ROWS * row_groups(p))
 
 
 def waits(p: dict, problem) -> int:
@@ -121,27 +147,36 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def applicable(p: dict, problem) -> bool:
-    fits = roles(p, problem)[0] <= APPLICABLE_ROWS and problem.K >= MIN_K
+    rows = roles(p, problem)[0]
+    fits = rows <= APPLICABLE_ROWS and problem.K >= MIN_K
+    # more atoms a CTA only where there are more rows than half of them fill
+    fits = fits and (row_groups(p) == 1 or rows > MAX_ROWS * row_groups(p) // 2)
     return fits and (p.get("loads") != "pair" or not aligned_rows(p, problem))
 
 
 def spec_text(p: dict) -> str:
     rows, wide = ("N", "M") if p.get("swap") else ("M", "N")
     return launch_spec(name(p), 32 * p["warps"],
-                       f"{p['split']} * cdiv({wide}, {8 * p['t']}), 1, batch * cdiv({rows}, {MAX_ROWS})")
+                       f"{p['split']} * cdiv({wide}, {8 * p['t']}), 1, batch * cdiv({rows}, {MAX_ROWS * row_groups(p)})")
 
 
 def render(p: dict) -> str:
     """The candidate: the header include, the launch spec and an entry instantiating hgemm::SkinnyMma
     (hgemm/include/hgemm/skinny_mma.cuh)."""
     rows, wide, what = ("N", "A", "rows") if p.get("swap") else ("M", "B", "columns")
-    desc = (f"// Skinny HGEMM ({rows} <= 16) on tensor cores: {wide} streamed into mma fragments, {8 * p['t']} {what} "
-            f"a CTA, K shared by {p['warps']} warps x {p['split']} CTAs of a cluster, {p['unroll']} chunks in flight")
+    rg = row_groups(p)
+    desc = (f"// Skinny HGEMM ({rows} <= 16) on tensor cores: " if rg == 1 else
+            f"// Skinny HGEMM ({rows} in chunks of {16 * rg}) on tensor cores, {rg} atoms a CTA: ")
+    desc += (f"{wide} streamed into mma fragments, {8 * p['t']} {what} "
+             f"a CTA, K shared by {p['warps']} warps x {p['split']} CTAs of a cluster, {p['unroll']} chunks in flight")
+    swap = "true" if p.get("swap") else "false"
     if p.get("loads") == "pair":
         desc += ", unaligned rows read as realigned pairs of 16-byte loads"
-        tail = f", {'true' if p.get('swap') else 'false'}, hgemm::MisalignedLoads::pair"
+        tail = f", {swap}, hgemm::MisalignedLoads::pair"
     else:
         tail = ", true" if p.get("swap") else ""
+    if rg > 1:
+        tail = f", {swap}, hgemm::MisalignedLoads::{p.get('loads', 'elem')}, {rg}"
     return header_candidate(desc, HEADER, spec_text(p), name(p), 32 * p["warps"], min_blocks(p),
                             f"hgemm::SkinnyMma<{p['warps']}, {p['t']}, {p['unroll']}, {p['split']}{tail}>",
                             cluster=p["split"])

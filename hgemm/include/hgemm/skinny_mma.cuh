@@ -1,7 +1,7 @@
 // hgemm/skinny_mma.cuh: HGEMM with M <= 16, or N <= 16, on tensor cores: the wide operand streamed
 // from DRAM straight into the mma.sync fragments (no shared-memory staging), every byte of it read once.
 //
-// The kernel computes D (R x W) = X (R x K) . Y^T (Y is W x K), R <= 16 rows a chunk:
+// The kernel computes D (R x W) = X (R x K) . Y^T (Y is W x K), 16 * RG rows a chunk:
 //   M <= 16 (SWAP false): X = A, Y = B (TN: B's rows; NN: B's columns), D = C;
 //   N <= 16 (SWAP true):  X = B's columns (TN: B's rows), Y = A's rows, D = C^T (C is written by rows).
 // A GEMM this skinny is bound by reading Y (2*K*W bytes). The m16n8k16 atom takes 16 rows of X, so the
@@ -20,10 +20,11 @@
 //   NN with SWAP (X = B's columns): X is N <= 16 columns of B, read by every column block from L2; a
 //     lane gathers its 8 k of a column with 2-byte loads.
 //
-// SkinnyMma<WARPS, T, U, SPLIT, SWAP>: a CTA owns BN = 8*T columns of D and 16 rows (grid.z walks the
-// batch and R in 16-row chunks); its WARPS warps and the SPLIT CTAs of its cluster (grid.x = SPLIT x
-// the column blocks, __cluster_dims__(SPLIT, 1, 1)) take K's 64-k chunks in turn, a warp issuing the
-// loads of U chunks before their mmas. The warps' sums meet in shared memory, the cluster's through
+// SkinnyMma<WARPS, T, U, SPLIT, SWAP, LOADS, RG>: a CTA owns BN = 8*T columns of D and ROWS = 16*RG rows
+// (grid.z walks the batch and R in chunks of ROWS); with RG > 1 each fragment of Y loaded feeds RG atoms,
+// so Y is streamed once per ROWS rows rather than once per 16. Its WARPS warps and the SPLIT CTAs of
+// its cluster (grid.x = SPLIT x the column blocks, __cluster_dims__(SPLIT, 1, 1)) take K's 64-k chunks
+// in turn, a warp issuing the loads of U chunks before their mmas. The warps' sums meet in shared memory, the cluster's through
 // distributed shared memory: no workspace, no second pass. Fast path: the vector-loaded rows 16-byte
 // aligned (K % 8 == 0; for NN without SWAP N % 8 == 0 too) and 16-byte aligned bases. Otherwise, with
 // LOADS = pair, the same chunks and vectors, each vector from the two aligned 16-byte blocks it
@@ -58,9 +59,11 @@ __device__ __forceinline__ uint32_t word_of(const uint4& v, int w) {
   return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
 }
 
-template <int WARPS, int T, int U, int SPLIT, bool SWAP = false, MisalignedLoads LOADS = MisalignedLoads::elem>
+template <int WARPS, int T, int U, int SPLIT, bool SWAP = false, MisalignedLoads LOADS = MisalignedLoads::elem,
+          int RG = 1>
 struct SkinnyMma {
   static constexpr int NT = WARPS * 32;
+  static constexpr int ROWS = 16 * RG;   // rows of D a CTA: RG atoms' rows, sharing each fragment of Y
   static constexpr int BN = 8 * T;   // columns of D a CTA (T n8 tiles)
   static constexpr int KC = 64;      // k a chunk: 4 mma steps
   static constexpr bool kTN = kLayout == Layout::TN;
@@ -73,6 +76,8 @@ struct SkinnyMma {
   static constexpr int PITCH = BN + (kYRows ? 8 : 4);
   static_assert(kYRows || T % 4 == 0, "NN: a lane's 16-byte vector is 8 columns of 4 tiles");
   static_assert(SPLIT == 1 || SPLIT == 2 || SPLIT == 4 || SPLIT == 8, "clusters of 1, 2, 4 or 8 CTAs");
+  static_assert(RG == 1 || RG == 2 || RG == 4, "16, 32 or 64 rows a CTA");
+  static_assert(WARPS * ROWS * PITCH * 4 <= 48 * 1024, "the warps' partial sums in static shared memory");
 
   // The column of D (from the CTA's first) that column c of n8 tile t stands for.
   __device__ __forceinline__ static int column(int t, int c) {
@@ -87,10 +92,10 @@ struct SkinnyMma {
     return kYRows ? (long long)n * K + k : (long long)k * N + n;
   }
 
-  // One chunk's fragments: X's two row groups (g, g + 8) and T tiles of Y, 8 registers each, register
-  // w = 2 * s + p. k0 >= K loads zeros.
+  // One chunk's fragments: each atom's two row groups of X (16 * i + g, + 8) and T tiles of Y, 8
+  // registers each, register w = 2 * s + p. k0 >= K loads zeros.
   struct Frags {
-    uint32_t a[2][8];
+    uint32_t a[RG][2][8];
     uint32_t b[T][8];
   };
 
@@ -131,19 +136,21 @@ struct SkinnyMma {
   __device__ __forceinline__ static void load(Frags& f, const __half* X, const __half* Y, int rows, int W, int N,
                                               int K, int n0, int k0, int g, int q) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int m = g + 8 * r;
+    for (int i = 0; i < RG; ++i)
 #pragma unroll
-      for (int v = 0; v < 2; ++v) {
-        const int k = k0 + 16 * q + 8 * v;
-        const int keep = m < rows ? K - k : 0;
-        uint4 x;
-        if constexpr (kXRows) x = row8<ALIGNED, false>(X + x_at(min(m, rows - 1), k, N, K), keep);
-        else x = column8(X, m, k, N, keep);
+      for (int r = 0; r < 2; ++r) {
+        const int m = 16 * i + g + 8 * r;
 #pragma unroll
-        for (int w = 0; w < 4; ++w) f.a[r][4 * v + w] = word_of(x, w);
+        for (int v = 0; v < 2; ++v) {
+          const int k = k0 + 16 * q + 8 * v;
+          const int keep = m < rows ? K - k : 0;
+          uint4 x;
+          if constexpr (kXRows) x = row8<ALIGNED, false>(X + x_at(min(m, rows - 1), k, N, K), keep);
+          else x = column8(X, m, k, N, keep);
+#pragma unroll
+          for (int w = 0; w < 4; ++w) f.a[i][r][4 * v + w] = word_of(x, w);
+        }
       }
-    }
     if constexpr (kYRows) {
 #pragma unroll
       for (int t = 0; t < T; ++t) {
@@ -174,17 +181,19 @@ struct SkinnyMma {
     }
   }
 
-  __device__ __forceinline__ static void mma(float (&acc)[T][4], const Frags& f) {
+  __device__ __forceinline__ static void mma(float (&acc)[RG][T][4], const Frags& f) {
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      const uint32_t a[4] = {f.a[0][2 * s], f.a[1][2 * s], f.a[0][2 * s + 1], f.a[1][2 * s + 1]};
+    for (int s = 0; s < 4; ++s)
 #pragma unroll
-      for (int t = 0; t < T; ++t) mma_m16n8k16(acc[t], a, f.b[t][2 * s], f.b[t][2 * s + 1]);
-    }
+      for (int i = 0; i < RG; ++i) {
+        const uint32_t a[4] = {f.a[i][0][2 * s], f.a[i][1][2 * s], f.a[i][0][2 * s + 1], f.a[i][1][2 * s + 1]};
+#pragma unroll
+        for (int t = 0; t < T; ++t) mma_m16n8k16(acc[i][t], a, f.b[t][2 * s], f.b[t][2 * s + 1]);
+      }
   }
 
   template <bool ALIGNED>
-  __device__ __forceinline__ static void mainloop(float (&acc)[T][4], const __half* X, const __half* Y, int rows,
+  __device__ __forceinline__ static void mainloop(float (&acc)[RG][T][4], const __half* X, const __half* Y, int rows,
                                                   int W, int N, int K, int n0, int worker, int g, int q) {
     const int chunks = (K + KC - 1) / KC;
     constexpr int WORKERS = WARPS * SPLIT;
@@ -206,19 +215,21 @@ struct SkinnyMma {
   __device__ __forceinline__ static unsigned short elem(const __half* p, long long at, bool in_range) {
     return in_range ? __ldg(reinterpret_cast<const unsigned short*>(p) + at) : (unsigned short)0;
   }
-  __device__ __forceinline__ static void mainloop_any(float (&acc)[T][4], const __half* X, const __half* Y, int rows,
+  __device__ __forceinline__ static void mainloop_any(float (&acc)[RG][T][4], const __half* X, const __half* Y, int rows,
                                                       int W, int N, int K, int n0, int worker, int g, int q) {
     const int chunks = (K + KC - 1) / KC;
     for (int c = worker; c < chunks; c += WARPS * SPLIT) {
 #pragma unroll 1
       for (int s = 0; s < 4; ++s) {
-        uint32_t a[4], b[T][2];
+        uint32_t a[RG][4], b[T][2];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {   // register j: row g + 8 * (j % 2), slot register p = j / 2
-          const int m = g + 8 * (j % 2), k = c * KC + 16 * q + 4 * s + 2 * (j / 2);
-          a[j] = elem(X, x_at(m, k, N, K), m < rows && k < K) |
-                 uint32_t(elem(X, x_at(m, k + 1, N, K), m < rows && k + 1 < K)) << 16;
-        }
+        for (int i = 0; i < RG; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {   // register j: row 16 * i + g + 8 * (j % 2), slot register p = j / 2
+            const int m = 16 * i + g + 8 * (j % 2), k = c * KC + 16 * q + 4 * s + 2 * (j / 2);
+            a[i][j] = elem(X, x_at(m, k, N, K), m < rows && k < K) |
+                      uint32_t(elem(X, x_at(m, k + 1, N, K), m < rows && k + 1 < K)) << 16;
+          }
 #pragma unroll
         for (int t = 0; t < T; ++t) {
           const int n = n0 + column(t, g);
@@ -230,7 +241,9 @@ struct SkinnyMma {
           }
         }
 #pragma unroll
-        for (int t = 0; t < T; ++t) mma_m16n8k16(acc[t], a, b[t][0], b[t][1]);
+        for (int i = 0; i < RG; ++i)
+#pragma unroll
+          for (int t = 0; t < T; ++t) mma_m16n8k16(acc[i][t], a[i], b[t][0], b[t][1]);
       }
     }
   }
@@ -255,17 +268,17 @@ struct SkinnyMma {
 
   __device__ __forceinline__ static void run(const __half* __restrict__ A, const __half* __restrict__ B,
                                              __half* __restrict__ C, int M, int N, int K, int batch, void* workspace) {
-    // Each warp's 16 x BN sums, columns in order, rows PITCH floats apart; warp 0's become the CTA's.
-    __shared__ __align__(16) float part[WARPS][16 * PITCH];
+    // Each warp's ROWS x BN sums, columns in order, rows PITCH floats apart; warp 0's become the CTA's.
+    __shared__ __align__(16) float part[WARPS][ROWS * PITCH];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, q = lane & 3;
     const int rank = SPLIT > 1 ? static_cast<int>(sm90::cluster_rank()) : 0;
     const int R = SWAP ? N : M, W = SWAP ? M : N;   // D's rows and columns
     const int n0 = (blockIdx.x / SPLIT) * BN;
-    const int mchunks = (R + 15) / 16;
+    const int mchunks = (R + ROWS - 1) / ROWS;
     const long long b = blockIdx.z / mchunks;
-    const int m0 = (blockIdx.z % mchunks) * 16;
-    const int rows = min(16, R - m0);
+    const int m0 = (blockIdx.z % mchunks) * ROWS;
+    const int rows = min(ROWS, R - m0);
     const __half* Ab = A + b * M * K;
     const __half* Bb = B + b * K * N;
     __half* Cb = C + b * M * N;
@@ -273,11 +286,13 @@ struct SkinnyMma {
     const __half* X = SWAP ? Bb + (kTN ? (long long)m0 * K : m0) : Ab + (long long)m0 * K;
     const __half* Y = SWAP ? Ab : Bb;
 
-    float acc[T][4];
+    float acc[RG][T][4];
 #pragma unroll
-    for (int t = 0; t < T; ++t)
+    for (int i = 0; i < RG; ++i)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
+      for (int t = 0; t < T; ++t)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][t][j] = 0.f;
     // The vector-loaded operands: A's rows, and B unless SWAP gathers its columns (NN).
     const uintptr_t vectors = reinterpret_cast<uintptr_t>(A) | (kXRows || !SWAP ? reinterpret_cast<uintptr_t>(B) : 0);
     const bool vec = K % 8 == 0 && (kYRows || N % 8 == 0) && vectors % 16 == 0;
@@ -285,14 +300,16 @@ struct SkinnyMma {
     else if constexpr (LOADS == MisalignedLoads::pair) mainloop<false>(acc, X, Y, rows, W, N, K, n0, rank * WARPS + warp, g, q);
     else mainloop_any(acc, X, Y, rows, W, N, K, n0, rank * WARPS + warp, g, q);
 
-    // accumulators 2h, 2h + 1 of tile t: row g + 8h, adjacent columns column(t, 2q) and + 1
+    // accumulators 2h, 2h + 1 of atom i's tile t: row 16i + g + 8h, adjacent columns column(t, 2q) and + 1
 #pragma unroll
-    for (int t = 0; t < T; ++t)
+    for (int i = 0; i < RG; ++i)
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        if (g + 8 * h < rows)
-          *reinterpret_cast<float2*>(&part[warp][(g + 8 * h) * PITCH + column(t, 2 * q)]) =
-              make_float2(acc[t][2 * h], acc[t][2 * h + 1]);
+      for (int t = 0; t < T; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          if (16 * i + g + 8 * h < rows)
+            *reinterpret_cast<float2*>(&part[warp][(16 * i + g + 8 * h) * PITCH + column(t, 2 * q)]) =
+                make_float2(acc[i][t][2 * h], acc[i][t][2 * h + 1]);
     __syncthreads();
     // plain loads and stores, no atomics: a shared-memory fp32 atomicAdd is a compare-and-swap loop on sm_90
     for (int j = threadIdx.x; j < rows * BN; j += NT) {

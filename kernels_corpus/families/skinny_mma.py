@@ -17,11 +17,12 @@ Parameters: `warps` a CTA, `t` n8 tiles a CTA (8 * t streamed rows), `unroll` th
 loads a warp issues together, `split` the CTAs of a cluster sharing one column block's K, `swap` the
 roles, `loads` how rows that are not 16-byte aligned are read (K % 8, or N % 8 in NN without swap):
 `elem`, guarded 2-byte loads an mma step at a time, at a fraction of the speed; `pair`, the fast
-path's vectors each from the two aligned 16-byte blocks it straddles, realigned in registers. Both
+path's vectors each from the two aligned 16-byte blocks it straddles, realigned in registers; `rg` the
+atoms a CTA (16 * rg rows, every fragment of the wide operand feeding each; 1 where absent). Both
 layouts from one render (B's layout is a compile-time switch); correct for any shape, applicable to
-M <= 64 (N <= 64 with `swap`: up to four 16-row chunks, each streaming the wide operand) with K past the
+M <= 64 (N <= 64 with `swap`: chunks of 16 * rg rows, each streaming the wide operand) with K past the
 short-K family's range, the `pair` variants only where rows are not aligned (elsewhere they are their
-`elem` twins).
+`elem` twins), the `rg` > 1 ones past 16 * rg / 2 rows.
 
 This module holds the parameter space, names, launch spec and applicability; `render(params)` returns
 the candidate text (the include, the launch spec and one entry instantiating the template).

@@ -24,9 +24,10 @@
 // (grid.z walks the batch and R in chunks of ROWS); with RG > 1 each fragment of Y loaded feeds RG atoms,
 // so Y is streamed once per ROWS rows rather than once per 16. Its WARPS warps and the SPLIT CTAs of
 // its cluster (grid.x = SPLIT x the column blocks, __cluster_dims__(SPLIT, 1, 1)) take K's 64-k chunks
-// in turn, a warp issuing the loads of U chunks before their mmas. The warps' sums meet in shared memory, the cluster's through
-// distributed shared memory: no workspace, no second pass. Fast path: the vector-loaded rows 16-byte
-// aligned (K % 8 == 0; for NN without SWAP N % 8 == 0 too) and 16-byte aligned bases. Otherwise, with
+// in turn, a warp issuing the loads of U chunks before their mmas. The warps' sums meet in shared
+// memory, the cluster's through distributed shared memory: no workspace, no second pass. Fast path:
+// the vector-loaded rows 16-byte aligned (K % 8 == 0; for NN without SWAP N % 8 == 0 too) and 16-byte
+// aligned bases. Otherwise, with
 // LOADS = pair, the same chunks and vectors, each vector from the two aligned 16-byte blocks it
 // straddles, realigned in registers (load_chunk_pair: elements past the row's end zero); with elem, the
 // same fragments from guarded 2-byte loads, an mma step at a time: any shape, at a fraction of the speed.
@@ -215,8 +216,9 @@ struct SkinnyMma {
   __device__ __forceinline__ static unsigned short elem(const __half* p, long long at, bool in_range) {
     return in_range ? __ldg(reinterpret_cast<const unsigned short*>(p) + at) : (unsigned short)0;
   }
-  __device__ __forceinline__ static void mainloop_any(float (&acc)[RG][T][4], const __half* X, const __half* Y, int rows,
-                                                      int W, int N, int K, int n0, int worker, int g, int q) {
+  __device__ __forceinline__ static void mainloop_any(float (&acc)[RG][T][4], const __half* X, const __half* Y,
+                                                      int rows, int W, int N, int K, int n0, int worker, int g,
+                                                      int q) {
     const int chunks = (K + KC - 1) / KC;
     for (int c = worker; c < chunks; c += WARPS * SPLIT) {
 #pragma unroll 1

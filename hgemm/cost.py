@@ -28,7 +28,11 @@ on relative error over every kernel time the tunes recorded:
   batched_small) reads through registers because their rows are not 16-byte aligned, where cp.async
   cannot go (`misaligned_rows`). Per k step that is a guarded load, a realignment and a store to shared
   memory, with at most one tile fetched ahead, so a long K on odd pitches costs far more than the
-  same K aligned; wgmma reads such an operand from a staged copy instead (staged bytes).
+  same K aligned; wgmma reads such an operand from a staged copy instead (staged bytes). For the skinny
+  tensor-core kernels with `elem` loads, the elements they read a 2-byte load at a time on such rows
+  (without it, in hgemm.dispatch_eval's leave-one-out over the pipeline's four tunes, the cost rule's
+  pick on the 59 shapes that family won took 1.076x the winner's time, most often the `elem` twin of a
+  winning `pair` kernel; with it 1.036x).
 Then each kernel's log ratio of measured to modelled time on the tuned shapes nearest the one asked
 about (weighted by 1 / (1 + distance)) corrects the model, shrunk towards the kernel's mean ratio over
 all its tuned shapes: a kernel timed on few shapes leans on its mean, one timed nearby on its neighbours.
@@ -106,6 +110,17 @@ def misaligned_rows(params: dict, p: Problem) -> tuple[bool, bool]:
     return (any(rows), any(rows)) if accumulators > 32 else rows
 
 
+def _skinny_mma_element_loads(params: dict, p: Problem) -> float:
+    """The elements a skinny tensor-core kernel with `elem` loads reads a guarded 2-byte load at a time,
+    where its vector-loaded rows are not 16-byte aligned: every element of both operands, the wide one
+    once a chunk of rows, the atom's rows once a column block. The `pair` variants read the same rows
+    as realigned vectors; on aligned rows both take the vector path."""
+    if params.get("loads", "elem") != "elem" or skinny_mma.aligned_rows(params, p):
+        return 0.0
+    rows, wide = skinny_mma.roles(params, p)
+    return float(p.batch * p.K * (wide * skinny_mma.row_chunks(params, p) + rows * skinny_mma.column_blocks(params, p)))
+
+
 def features(params: dict, p: Problem) -> list[float]:
     """The terms of FEATURES for one kernel on one problem (the module docstring says what each is)."""
     split = params.get("split_k", 1)
@@ -132,7 +147,7 @@ def features(params: dict, p: Problem) -> list[float]:
                     if params["split"] > 1 else 0.0)
         # past a CTA's 16rg rows, each further chunk (grid.z) streams the wide operand again
         dram += 2.0 * p.batch * skinny_mma.roles(params, p)[1] * p.K * (skinny_mma.row_chunks(params, p) - 1)
-        return [1.0, dram, partials, 0.0, l2, 0.0, chain, 0.0, 0.0]
+        return [1.0, dram, partials, 0.0, l2, 0.0, chain, 0.0, _skinny_mma_element_loads(params, p)]
     if "bm" not in params:  # skinny: mt output rows a warp, split over K with fp32 atomics
         partials = 4 * p.batch * p.M * p.N * split if split > 1 else 0
         rows = _cdiv(p.M, params["mt"]) * p.batch * split

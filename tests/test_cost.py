@@ -125,6 +125,25 @@ def test_a_skinny_tensor_core_kernel_streams_the_wide_operand_once_a_16_row_chun
     assert not applicable(name, Problem(65, 743, 491, 1, "TN"))
     assert not applicable(name, Problem(743, 64, 491, 1, "TN"))  # 64 rows in N's role: the swap variant's
     assert applicable("skinny_mma_w8_t4_u1_s1_swap_pair", Problem(743, 64, 491, 1, "TN"))
+    # two atoms a CTA: two 32-row chunks, the wide operand streamed twice; from 33 rows up
+    two = kernel_params("skinny_mma_w8_t4_u1_s1_r2_pair")
+    assert skinny_mma.row_chunks(two, p) == 2 and features(two, p)[dram] == once + 2 * 743 * 491
+    assert applicable("skinny_mma_w4_t4_u1_s1_r2", Problem(17, 743, 496)) and not applicable(
+        "skinny_mma_w4_t4_u1_s1_r4", Problem(32, 743, 496))
+
+
+def test_a_skinny_tensor_core_kernel_with_element_loads_pays_for_each_element_on_unaligned_rows():
+    # 64 x 743 x 491 TN (odd K): the elem variant reads A's 64 rows once a column block (24 of 32
+    # columns) and B's 743 rows once a 16-row chunk (4), every element a 2-byte load; its pair twin and
+    # either of them on aligned rows (K = 496) read vectors
+    elems = FEATURES.index("misaligned_loads")
+    p = Problem(64, 743, 491, 1, "TN")
+    elem = kernel_params("skinny_mma_w8_t4_u1_s1")
+    assert features(elem, p)[elems] == 491 * (743 * 4 + 64 * 24)
+    assert features(kernel_params("skinny_mma_w8_t4_u1_s1_pair"), p)[elems] == 0
+    assert features(elem, Problem(64, 743, 496, 1, "TN"))[elems] == 0
+    # NN without swap reads B's rows along N: an odd N misaligns them whatever K
+    assert features(elem, Problem(16, 743, 496))[elems] == 496 * (743 + 16 * 24)
 
 
 def test_a_tensor_core_short_k_kernel_walks_its_rows_in_16_row_groups():

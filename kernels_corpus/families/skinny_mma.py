@@ -58,6 +58,7 @@ MAX_ROWS = 16               # the atom's rows: M, or N with `swap`; grid.z walks
 # and the swap variants at rg 4, spill; the variants leave them out. The warps' partial sums must fit
 # static shared memory (16 * rg rows of 8t + 8 floats a warp, at most 48 KB).
 ROW_GROUP_REGISTERS = {(2, 4, "elem"): 200, (2, 4, "pair"): 248, (2, 8, "elem"): 255, (4, 4, "elem"): 208}
+STATIC_SMEM = 48 * 1024    # bytes of static shared memory a CTA may declare
 # The rows it is worth timing on: past 16, every chunk streams the wide operand again, yet tuned on 62
 # shapes with 17-64 rows it won 38, and on 23 held-out such shapes the library with that tune went
 # 0.829x -> 0.975x the strongest baseline (benchmarks/skinny_rows/, H100).
@@ -80,7 +81,7 @@ def variants() -> list[dict]:
                                                                 SPLIT_CHOICES):
         p = dict(kind="skinny_mma", warps=warps, t=t, unroll=1, split=split, swap=swap, rg=rg)
         p |= {"loads": "pair"} if loads == "pair" else {}
-        if not (rg == 4 and swap) and warps * 16 * rg * (8 * t + 8) * 4 <= 48 * 1024 and min_blocks(p):
+        if not (rg == 4 and swap) and warps * 16 * rg * (8 * t + 8) * 4 <= STATIC_SMEM and min_blocks(p):
             out.append(p)
     return out
 
@@ -170,14 +171,16 @@ def render(p: dict) -> str:
             f"// Skinny HGEMM ({rows} in chunks of {16 * rg}) on tensor cores, {rg} atoms a CTA: ")
     desc += (f"{wide} streamed into mma fragments, {8 * p['t']} {what} "
              f"a CTA, K shared by {p['warps']} warps x {p['split']} CTAs of a cluster, {p['unroll']} chunks in flight")
-    swap = "true" if p.get("swap") else "false"
     if p.get("loads") == "pair":
         desc += ", unaligned rows read as realigned pairs of 16-byte loads"
+    # the template's trailing arguments, as few as its defaults allow (the 1-atom texts as they were)
+    swap, loads = ("true" if p.get("swap") else "false"), p.get("loads", "elem")
+    if rg > 1:
+        tail = f", {swap}, hgemm::MisalignedLoads::{loads}, {rg}"
+    elif loads == "pair":
         tail = f", {swap}, hgemm::MisalignedLoads::pair"
     else:
         tail = ", true" if p.get("swap") else ""
-    if rg > 1:
-        tail = f", {swap}, hgemm::MisalignedLoads::{p.get('loads', 'elem')}, {rg}"
     return header_candidate(desc, HEADER, spec_text(p), name(p), 32 * p["warps"], min_blocks(p),
                             f"hgemm::SkinnyMma<{p['warps']}, {p['t']}, {p['unroll']}, {p['split']}{tail}>",
                             cluster=p["split"])

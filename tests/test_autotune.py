@@ -45,19 +45,21 @@ def test_the_shortlist_is_the_cost_models_ranking_over_every_tile_shape(pipeline
 def test_on_the_full_searchs_shapes_the_shortlists_best_of_8_beats_the_librarys_choice(pipeline_library):
     """The committed search timed every variant of every family beside the pipeline library's choice on
     46 held-out shapes (an H100): the best of the cost model's first 8 must take at most 0.92x the
-    choice's time and win by more than 2% on at least 20 shapes (measured: 0.897, 26); its first pick
-    alone is about the library's own (the library ranks with the same model). A shape counts where the
-    search timed the library's pick; the search ran when the skinny tensor-core family stopped at 16
-    rows, and the library now picks it past them on one of the 46."""
+    choice's time and win by more than 2% on at least 20 shapes (measured: 0.878, 28); its first pick
+    alone is no slower than the library's own (the library ranks with the same model, among the
+    kernels its tuned shapes offer; measured: 0.947). A shape counts where the
+    search timed the library's pick: 44 of the 46. The search ran when the skinny tensor-core family
+    stopped at 16 rows, and the library now picks it past them on one; on another it picks a staged
+    kernel of a tile shape that the search did not time there."""
     result = evaluate(json.loads(gzip.decompress(SEARCH.read_bytes())), pipeline_library)
-    assert result["shapes"] >= 45
+    assert result["shapes"] >= 44
     eight, one = result["summary"][8], result["summary"][1]
     assert eight["time_over_current"] <= 0.92 and eight["faster_than_current"] >= 20
-    assert 0.95 <= one["time_over_current"] <= 1.05
+    assert 0.90 <= one["time_over_current"] <= 1.02
     assert result["summary"]["all"]["time_over_current"] <= eight["time_over_current"]
     # what the whole search finds beyond a library that itself times its choice and the first 8: the
-    # families' configurations leave a sampler that room on fewer than half of the shapes (measured: 16)
-    assert 10 <= eight["search_faster_than_served"] < 23 and result["summary"]["all"]["search_faster_than_served"] == 0
+    # families' configurations leave a sampler that room on fewer than half of the shapes (measured: 9)
+    assert 5 <= eight["search_faster_than_served"] < 23 and result["summary"]["all"]["search_faster_than_served"] == 0
 
 
 def test_the_search_starts_from_the_rules_pick_and_keeps_kernels_that_run(pipeline_library):

@@ -174,6 +174,15 @@ def test_a_tile_kernel_stores_its_busiest_sms_tiles_in_sequence_with_their_mainl
     assert features(kernel_params("small_k_mma_k64_u2"), p)[epilogue] == 0
 
 
+def test_only_a_staged_kernel_waits_at_a_grid_barrier():
+    # 128 x 81 x 1745 NN: N = 81 halves is no 16-byte pitch, so TMA reads B from the staged copy; the
+    # barrier's wait is one, whatever the bytes copied
+    p, barrier = Problem(128, 81, 1745), FEATURES.index("grid_barrier")
+    assert features(kernel_params("wgmma_128x64x64_c1_s6_g8_sk4_staged"), p)[barrier] == 1.0
+    assert features(kernel_params("wgmma_128x64x64_c1_s6_g8_sk4_staged"), Problem(4096, 4095, 4096))[barrier] == 1.0
+    assert features(WG_SPLIT, p)[barrier] == 0.0 and features(MMA, p)[barrier] == 0.0
+
+
 def test_with_the_short_k_tune_the_cost_rule_streams_c_on_wide_short_k_shapes(tmp_path):
     """On the committed tunes with the short-K tensor-core family's, the two wide K = 64 shapes of the
     held-out sample split (no tune saw them; the family won the tune's wide K = 64 shapes) go to that
@@ -210,8 +219,8 @@ SHAPES = [Problem(m, n, k, batch=b) for m, n, k, b in [
 
 def test_the_fit_recovers_times_the_model_can_express():
     # times made by known non-negative coefficients: the fit must reproduce them and leave no residual
-    truth = {"wgmma": [5.0, 2e-7, 0, 2.5e-7, 1e-8, 0, 0.1, 4e-7, 0, 3e-5],
-             "mma_sync": [3.5, 2e-7, 1.7e-6, 5e-7, 1e-7, 6e-6, 0, 0, 6e-5, 0]}
+    truth = {"wgmma": [5.0, 2e-7, 0, 2.5e-7, 1e-8, 0, 0.1, 4e-7, 0, 3e-5, 0],
+             "mma_sync": [3.5, 2e-7, 1.7e-6, 5e-7, 1e-7, 6e-6, 0, 0, 6e-5, 0, 0]}
     kernels = {name: kernel_params(name) for name in (WG_NAME, WG_SPLIT_NAME, MMA_NAME, MMA_SPLIT_NAME)}
     model = CostModel(_synthetic(truth, kernels, SHAPES))
     for p in SHAPES:
@@ -222,7 +231,7 @@ def test_the_fit_recovers_times_the_model_can_express():
 
 
 def test_measurements_near_the_shape_move_the_estimate_and_far_ones_leave_the_mean():
-    truth = {"wgmma": [5.0, 2e-7, 0, 2.5e-7, 0, 0, 0.1, 0, 0, 0]}
+    truth = {"wgmma": [5.0, 2e-7, 0, 2.5e-7, 0, 0, 0.1, 0, 0, 0, 0]}
     a, b = WG_NAME, WG_SPLIT_NAME
     measured = _synthetic(truth, {a: WG, b: WG_SPLIT}, SHAPES)
     slow_at = Problem(192, 1216, 6336).key

@@ -30,22 +30,32 @@ left-out shape's tune timed, against its first pick. That is what a best of k ov
 the library already ranks can gain over the library's choice, the ceiling of a sampler (the model's
 best of k) that writes out the library's own kernels.
 
+The cost model is also judged on GPU runs of shapes no tune saw (`--held-out RUN ...`, bench JSONs):
+fitted to every tuned shape and corrected by each run shape's nearest tuned shapes, as the library's
+dispatch is, it ranks the verified seed-family kernels a run timed on one shape; over every pair of them
+more than MARGIN apart, how often it ranks the faster one first, and over the shapes its first choice's
+time against the fastest's.
+
     python -m hgemm.dispatch_eval benchmarks/tune benchmarks/sample_tune --out benchmarks/dispatch/loo.json
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import sys
+import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from .candidate import Candidate, parse_candidate
 from .cost import CostModel, family_text
-from .files import write_report
-from .library import NEIGHBOURS, aligned_distance, log_distance, measured_pick, offered, tma_compatible, tune_results
+from .files import read_user_text, write_report
+from .library import (NEIGHBOURS, Library, aligned_distance, log_distance, measured_pick, merge_libraries, offered,
+                      tma_compatible, tune_results)
 from .problem import Problem
 from .summary import BESIDE, geomean
 
@@ -225,6 +235,32 @@ def evaluate(shapes: list[Shape], texts: dict[str, Path], rules: tuple[str, ...]
     return out
 
 
+def held_out_pairs(library: Library, runs: list[str | Path], margin: float = MARGIN) -> dict:
+    """The library's cost model on GPU runs of shapes no tune saw: per shape, the verified seed-family
+    kernels the run timed (a kernel timed under two libraries' names counts once, at its faster time);
+    over every pair more than `margin` apart, whether the model ranks the faster first; over the shapes,
+    the time of its first choice among them over the fastest's."""
+    model, pairs, agree, first = library.cost_model(), 0, 0, []
+    for run in runs:
+        for pr in json.loads(read_user_text(run, "bench results"))["problems"]:
+            p = Problem.from_dict(pr["problem"])
+            times: dict[str, float] = {}
+            for name, r in pr["candidates"].items():
+                base = name.split(":", 1)[-1]
+                if r.get("status") == "ok" and r.get("time_us") and family_text(base) is not None:
+                    times[base] = min(times.get(base, math.inf), r["time_us"])
+            near = library.neighbours(p)
+            est = {n: e for n in times if (e := model.log_estimate(n, p, near)) is not None}
+            for a, b in itertools.combinations(est, 2):
+                if max(times[a], times[b]) > margin * min(times[a], times[b]):
+                    pairs += 1
+                    agree += (times[a] < times[b]) == (est[a] < est[b])
+            if est:
+                first.append(times[min(est, key=est.get)] / min(times[n] for n in est))
+    return {"runs": [str(r) for r in runs], "margin": margin, "pairs": pairs, "faster_ranked_first": agree,
+            "shapes": len(first), "first_choice_over_fastest": geomean(first)}
+
+
 def markdown(result: dict) -> str:
     lines = ["# Dispatch rules, each tuned shape left out in turn", "",
              f"{result['shapes']} tuned shapes. Slowdown: the pick's time over the shape's winner's, where the "
@@ -250,6 +286,14 @@ def markdown(result: dict) -> str:
                   f"by more than {best_of['margin'] - 1:.0%} |", "|---:|---:|---:|---:|"]
         lines += [f"| {k} | {s['geomean_slowdown']:.3f} | {s['geomean_gain']:.3f} | {s['shapes_faster_than_first']} |"
                   for k, s in best_of["summary"].items()]
+    held = result.get("held_out_pairs")
+    if held:
+        lines += ["", "## The cost model on GPU runs of shapes no tune saw", "",
+                  f"Runs: {', '.join(f'`{r}`' for r in held['runs'])}. Of the {held['pairs']} pairs of verified "
+                  f"seed-family kernels more than {held['margin'] - 1:.0%} apart that a run timed on one shape, "
+                  f"the model ranks the faster first on {held['faster_ranked_first']}; its first choice among "
+                  f"each shape's timed kernels takes {held['first_choice_over_fastest'] or float('nan'):.3f}x "
+                  f"the fastest's time in geomean ({held['shapes']} shapes)."]
     return "\n".join(lines) + "\n"
 
 
@@ -257,13 +301,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m hgemm.dispatch_eval", description=__doc__.split("\n\n")[0])
     ap.add_argument("libraries", nargs="+", help="tune folders (table.json, kernels/, bench.json[.gz])")
     ap.add_argument("--out", required=True, help="results JSON (a Markdown summary goes beside it)")
+    ap.add_argument("--held-out", nargs="+", default=[], metavar="RUN",
+                    help="bench JSONs (.json or .json.gz) of shapes no tune saw: the cost model judged on them")
     args = ap.parse_args(argv)
     try:
         shapes, texts = load_shapes(args.libraries)
+        result = evaluate(shapes, texts)
+        if args.held_out:
+            with tempfile.TemporaryDirectory() as merged:
+                merge_libraries(args.libraries, merged)
+                result["held_out_pairs"] = held_out_pairs(Library(merged), args.held_out)
     except (OSError, KeyError, ValueError) as e:  # ValueError: bad JSON, a file that is not gzip
         print(f"error: {e}", file=sys.stderr)
         return 2
-    result = evaluate(shapes, texts)
     result["libraries"] = args.libraries
     write_report(args.out, result, markdown(result))
     return 0

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .candidate import Candidate, parse_candidate
-from .cost import CostModel, family_text
+from .cost import CostModel, family_text, kernel_params
 from .files import read_user_text, write_report
 from .library import (NEIGHBOURS, Library, aligned_distance, log_distance, measured_pick, merge_libraries, offered,
                       tma_compatible, tune_results)
@@ -247,7 +247,7 @@ def held_out_pairs(library: Library, runs: list[str | Path], margin: float = MAR
             times: dict[str, float] = {}
             for name, r in pr["candidates"].items():
                 base = name.split(":", 1)[-1]
-                if r.get("status") == "ok" and r.get("time_us") and family_text(base) is not None:
+                if r.get("status") == "ok" and r.get("time_us") and kernel_params(base) is not None:
                     times[base] = min(times.get(base, math.inf), r["time_us"])
             near = library.neighbours(p)
             est = {n: e for n in times if (e := model.log_estimate(n, p, near)) is not None}

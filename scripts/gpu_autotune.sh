@@ -16,8 +16,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit -
 timeout 120 python3 -m pytest -m gpu -q tests/test_gpu_ops.py -k "autotune or side_stream" \
   > "$OUT/pytest_gpu_ops.log" 2>&1
 echo "the op's GPU tests: rc $?"; tail -2 "$OUT/pytest_gpu_ops.log"
-read -r -a libraries < <(python3 -c "import yaml; print(*yaml.safe_load(open('configs/gpu-rl.yaml'))['tune']['reuse'])")
-python3 -m hgemm.cli merge "${libraries[@]}" --out results/pipeline_library > /dev/null || exit 1
+merge_pipeline_library || exit 1
 timeout 200 python3 -m hgemm.cli pin results/pipeline_library --grid "$GRID" --autotune "$K" \
   --out results/autotuned > "$OUT/pin_autotune.log" 2>&1
 echo "pin --autotune $K: rc $?"; tail -1 "$OUT/pin_autotune.log"

@@ -24,3 +24,9 @@ export HGEMM_CACHE=${HGEMM_CACHE:-/tmp/hgemm-cache}
 export PYTHONUNBUFFERED=1
 export OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
+# The pipeline's library, configs/gpu-rl.yaml's tune.reuse merged, into results/pipeline_library
+merge_pipeline_library() {
+  local libraries
+  read -r -a libraries < <(python3 -c "import yaml; print(*yaml.safe_load(open('configs/gpu-rl.yaml'))['tune']['reuse'])")
+  python3 -m hgemm.cli merge "${libraries[@]}" --out results/pipeline_library > /dev/null
+}

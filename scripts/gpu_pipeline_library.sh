@@ -10,8 +10,7 @@
 what=${1:?usage: bash scripts/gpu_pipeline_library.sh default|odd}
 source scripts/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
-read -r -a libraries < <(python3 -c "import yaml; print(*yaml.safe_load(open('configs/gpu-rl.yaml'))['tune']['reuse'])")
-python3 -m hgemm.cli merge "${libraries[@]}" --out results/pipeline_library > /dev/null || exit 1
+merge_pipeline_library || exit 1
 if [ "$what" = default ]; then
   timeout 400 python3 -m hgemm.cli bench --library benchmarks/tune --library results/pipeline_library \
     --grid configs/grids/default.yaml --reps 5 --out "$OUT/default.json" > "$OUT/default.log" 2>&1

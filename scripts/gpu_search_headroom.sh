@@ -14,8 +14,7 @@ tiles=${1:-99}
 source scripts/gpu_env.sh
 set -o pipefail
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
-read -r -a libraries < <(python3 -c "import yaml; print(*yaml.safe_load(open('configs/gpu-rl.yaml'))['tune']['reuse'])")
-python3 -m hgemm.cli merge "${libraries[@]}" --out results/pipeline_library > /dev/null || exit 1
+merge_pipeline_library || exit 1
 timeout 560 python3 -m hgemm.cli tune --grid configs/grids/heldout.yaml --out results/search_headroom \
   --tiles "$tiles" --reps 5 --beside results/pipeline_library --max-seconds 500 > "$OUT/tune.log" 2>&1
 echo "tune: rc $?"

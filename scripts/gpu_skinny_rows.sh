@@ -17,8 +17,7 @@ if [ "${TESTS:-1}" != 0 ]; then
     > "$OUT/pytest_gpu_families.log" 2>&1
   echo "the family's GPU tests: rc $?"; tail -2 "$OUT/pytest_gpu_families.log"
 fi
-read -r -a libraries < <(python3 -c "import yaml; print(*yaml.safe_load(open('configs/gpu-rl.yaml'))['tune']['reuse'])")
-python3 -m hgemm.cli merge "${libraries[@]}" --out results/pipeline_library > /dev/null || exit 1
+merge_pipeline_library || exit 1
 python3 benchmarks/skinny_rows.py "$GRID" --library results/pipeline_library --out results/skinny_rows \
   ${ROW_GROUPS:+--row-groups $ROW_GROUPS} || exit 1
 cp results/skinny_rows/grid.yaml results/skinny_rows/library.json "$OUT/"

@@ -19,7 +19,7 @@ from .bench import run_bench
 from .compile import name_source
 from .entry import BASELINES, TIMING_METHODS, EvalOptions
 from .files import UnreadableFile, read_user_text
-from .library import DEFAULT_DISPATCH, DISPATCH_RULES, Library, merge_libraries, pin_library
+from .library import DEFAULT_DISPATCH, DISPATCH_RULES, Library, merge_libraries, pin_library, refresh_launch_specs
 from .pool import compile_all, visible_gpus
 from .problem import GridError, Problem, load_grid, select_problems
 from .summary import goals_markdown, libraries_markdown, markdown
@@ -136,6 +136,16 @@ def cmd_merge(args) -> int:
         raise user_error(f"merge: {e}") from None
     sources = Counter(e["from"] for e in table["entries"].values())
     print(f"{args.out}: {len(table['entries'])} shapes ({', '.join(f'{n} from {s}' for s, n in sources.items())})")
+    return 0
+
+
+def cmd_refresh(args) -> int:
+    """Stored family kernels launched as their family now launches them (hgemm.library.refresh_launch_specs)."""
+    for path in args.libraries:
+        _require_library(path)
+        names = refresh_launch_specs(path)
+        print(f"{path}: {len(names)} kernel texts given their family's current launch spec"
+              + (f" ({', '.join(names)})" if names else ""))
     return 0
 
 
@@ -307,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="hgemm.matmul times the dispatch rule's pick beside the cost model's first K kernels at "
                         "a shape's first call, and keeps the fastest (0: the pick alone; hgemm.autotune)")
     g.set_defaults(fn=cmd_merge)
+
+    r = sub.add_parser("refresh", help="give stored family kernels their family's current launch spec where only a "
+                                       "code-neutral line differs (a workspace the kernel leaves zero)")
+    r.add_argument("libraries", nargs="+", help="tuned library folders, rewritten in place")
+    r.set_defaults(fn=cmd_refresh)
 
     n = sub.add_parser("pin", help="a copy of a library with its choice for every shape of a grid fixed as an exact "
                                    "entry: the old dispatch's choices, to bench beside a changed rule")

@@ -352,6 +352,35 @@ def stored_text(folder: Path, name: str) -> str:
     return text if text is not None else path.read_text()
 
 
+# Launch-spec lines a family's render may gain without a change to the kernel's code: a workspace the
+# kernel leaves zero (`workspace_zero: kept`) is filled once, not before every launch.
+CODE_NEUTRAL_SPEC_LINES = ("workspace_zero: kept",)
+
+
+def stale_launch_specs(folder: str | Path) -> dict[str, str]:
+    """The stored seed-family kernels of a library folder whose text is their family's current render
+    less a CODE_NEUTRAL_SPEC_LINES line (the same kernel code, launched another way): name -> the
+    render. Kernels whose code differs from the current render are left out: they stay as tuned."""
+    def neutral(text: str) -> str:
+        return "\n".join(line for line in text.splitlines() if line.strip() not in CODE_NEUTRAL_SPEC_LINES)
+
+    stale = {}
+    for path in sorted((Path(folder) / "kernels").glob("*.cu")):
+        render, stored = family_text(path.stem), path.read_text()
+        if render is not None and render != stored and neutral(render) == neutral(stored):
+            stale[path.stem] = render
+    return stale
+
+
+def refresh_launch_specs(folder: str | Path) -> list[str]:
+    """Rewrite a library folder's stale_launch_specs with their family's render, so that they launch as
+    the family now launches them (`hgemm refresh`). Returns the names rewritten."""
+    stale = stale_launch_specs(folder)
+    for name, render in stale.items():
+        (Path(folder) / "kernels" / f"{name}.cu").write_text(render)
+    return list(stale)
+
+
 def write_with_entries(base: str | Path, entries: dict[str, dict], kernels: dict[str, str], out_dir: str | Path) -> dict:
     """A copy of the library `base` (table.json and the kernels it names, its settings too) with `entries`
     added, or put in place of its own for the same shapes; `kernels` holds their texts by kernel name.

@@ -135,6 +135,16 @@ def test_skinny_applicability():
     assert not skinny.applicable(p, Problem(1, 4096, 4096, layout="TN"))
 
 
+def test_mma_sync_splits_k_as_deep_as_a_k_tile_a_split_on_small_outputs():
+    deep = next(p for p in mma_sync.variants() if (p["bm"], p["bn"], p["bk"], p["split_k"]) == (16, 128, 64, 16))
+    assert mma_sync.applicable(deep, Problem(128, 81, 1745))       # 28 k tiles over 16 splits: 128 CTAs
+    assert not mma_sync.applicable(deep, Problem(128, 81, 900))    # 15 k tiles: a split would hold none
+    assert not mma_sync.applicable(deep, Problem(2048, 2048, 8192))  # 2048 tiles fill the SMs unsplit
+    spec = parse_candidate(mma_sync.render(deep)).spec
+    grid, _, _, _ = spec.launch_dims(dict(Problem(128, 81, 1745).variables(), num_sms=132))
+    assert grid == (8, 16, 1)
+
+
 def test_narrow_applicability():
     four = dict(kind="narrow", nb=4, lpr=32, r=2, kw=1, swap=False)
     assert narrow.applicable(four, Problem(9856, 3, 1263, layout="TN"))

@@ -171,3 +171,20 @@ def test_small_k_mma_variants_verify_on_the_shapes_they_serve(layout):
     variants = small_k_mma.variants()
     problems = [[Problem(p.M, p.N, p.K, p.batch, layout) for p in SMALL_K_MMA]] * len(variants)
     assert not failures_on_own_shapes(small_k_mma, variants, problems)
+
+
+# The mma.sync split-K kernels' own shapes: small outputs with long K and odd pitches (both operands
+# through the register loads), one k tile a split and splits left empty (28 k tiles over 16), a K tail,
+# an odd K in TN, batch, aligned rows (cp.async); every split variant verifies on all of them.
+MMA_SPLIT = [Problem(128, 81, 1745), Problem(143, 704, 305), Problem(67, 73, 4480), Problem(192, 89, 883, 2),
+             Problem(128, 96, 1024), Problem(33, 130, 600), Problem(17, 9, 2049, 3)]
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_mma_sync_split_variants_verify_on_the_shapes_they_serve(layout):
+    from kernels_corpus.families import mma_sync
+
+    variants = [v for v in mma_sync.variants() if v["split_k"] > 1]
+    problems = [[Problem(p.M, p.N, p.K, p.batch, layout) for p in MMA_SPLIT]] * len(variants)
+    assert len(variants) > 50
+    assert not failures_on_own_shapes(mma_sync, variants, problems)

@@ -101,10 +101,12 @@ def _pair_loads(p: dict) -> bool:
 
 
 def applicable(p: dict, problem) -> bool:
-    """Heuristic pre-filter: split-K only when the tile grid underfills 132 SMs and K is long."""
+    """Heuristic pre-filter: split-K only when the tile grid underfills 132 SMs, with a k tile or more a
+    split: on a small output a deep split is what keeps the SMs busy, and a split's time is its chain of
+    k tiles, each a memory round trip on rows the ring loads through registers."""
     tiles = -(-problem.M // p["bm"]) * -(-problem.N // p["bn"]) * problem.batch
     if p["split_k"] > 1:
-        return tiles < 132 and problem.K >= 256 * p["split_k"] and problem.M * problem.N * problem.batch <= 1 << 26
+        return tiles < 132 and problem.K >= p["bk"] * p["split_k"] and problem.M * problem.N * problem.batch <= 1 << 26
     # Huge tiles on tiny problems waste most of the CTA.
     return p["bm"] * p["bn"] <= 64 * 64 * 4 or tiles >= 66
 

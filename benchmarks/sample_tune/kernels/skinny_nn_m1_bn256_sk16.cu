@@ -7,6 +7,7 @@ block: 256
 grid: cdiv(N, 256), min(16, cdiv(K, 32)), batch * cdiv(M, 1)
 smem: 8192
 workspace: batch * M * N * 4 + batch * cdiv(M, 1) * cdiv(N, 256) * 4
+workspace_zero: kept
 layouts: NN
 @*/
 

@@ -7,6 +7,7 @@ block: 256
 grid: cdiv(N, 16), min(16, cdiv(K, 256)), batch * cdiv(M, 8)
 smem: 0
 workspace: batch * M * N * 4 + batch * cdiv(M, 8) * cdiv(N, 16) * 4
+workspace_zero: kept
 layouts: TN
 @*/
 

@@ -7,6 +7,7 @@ block: 128
 grid: cdiv(M, 32) * cdiv(N, 128), min(2, cdiv(K, 64)), batch
 smem: 61440
 workspace: batch * M * N * 4 + batch * cdiv(M, 32) * cdiv(N, 128) * 4
+workspace_zero: kept
 layouts: NN, TN
 @*/
 

@@ -7,6 +7,7 @@ block: 256
 grid: cdiv(N, 512), min(16, cdiv(K, 16)), batch * cdiv(M, 1)
 smem: 8192
 workspace: batch * M * N * 4 + batch * cdiv(M, 1) * cdiv(N, 512) * 4
+workspace_zero: kept
 layouts: NN
 @*/
 

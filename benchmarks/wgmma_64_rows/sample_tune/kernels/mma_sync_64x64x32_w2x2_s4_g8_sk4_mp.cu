@@ -7,6 +7,7 @@ block: 128
 grid: cdiv(M, 64) * cdiv(N, 64), min(4, cdiv(K, 32)), batch
 smem: 32768
 workspace: batch * M * N * 4 + batch * cdiv(M, 64) * cdiv(N, 64) * 4
+workspace_zero: kept
 layouts: NN, TN
 @*/
 

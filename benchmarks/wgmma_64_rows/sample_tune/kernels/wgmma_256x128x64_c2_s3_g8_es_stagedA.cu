@@ -6,6 +6,7 @@ block: 384
 grid: num_sms
 smem: 218112
 workspace: round_up(batch * M * round_up(K, 64) * 2, 1024) + 1024
+workspace_zero: kept
 layouts: NN, TN
 tensor_map: A, box=(256, 64), swizzle=128, staged=1
 tensor_map: B, box=(64, 64), swizzle=128

@@ -59,10 +59,6 @@ struct MmaSyncTile {
   // instantiation so the aligned operand keeps cp.async; with 128 accumulators the extra code paths
   // push the kernel past the launch-bounds register cap, so big warp tiles take the all-guarded path.
   static constexpr bool MIXED_PATHS = MI * NI * 4 <= 32;
-  // Misaligned path: the prologue's register loads all in flight at once, where the registers they
-  // take (16-byte chunks a thread, STAGES - 1 stages of A and B) leave room beside the accumulators.
-  static constexpr int CHUNKS_A = BM * BK / 8 / NT, CHUNKS_B = BK * BN / 8 / NT;
-  static constexpr bool PROLOGUE_IN_FLIGHT = FETCH_AHEAD && (STAGES - 1) * (CHUNKS_A + CHUNKS_B) * 4 <= 96;
 
   static_assert(BM % WARPS_M == 0 && BN % WARPS_N == 0 && WTM % 16 == 0 && WTN % 16 == 0,
                 "warp tiles must be multiples of 16 x 16");
@@ -204,42 +200,17 @@ struct MmaSyncGemm {
     uint4 rb[VB ? 1 : LoadB::ITERS];
 
     // Prologue: stages 0..STAGES-2. One commit per stage even when empty keeps the group count exact.
-    if constexpr (Tile::PROLOGUE_IN_FLIGHT && !(VA && VB)) {
-      // Register loads of every prologue stage issued before any is stored: one memory round trip
-      // rather than STAGES - 1 in sequence, which on a split of a few k tiles is most of its time.
-      uint4 pa[STAGES - 1][VA ? 1 : LoadA::ITERS], pb[STAGES - 1][VB ? 1 : LoadB::ITERS];
 #pragma unroll
-      for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < nk) {
-          const int k0 = (kt0 + s) * BK;
-          const uint32_t sa = sbase + s * STAGE_BYTES, sb = sa + A_STAGE_BYTES;
-          if constexpr (VA) load_a_async(sa, o, k0);
-          else fetch_a(pa[s], o, k0);
-          if constexpr (VB) load_b_async(sb, o, k0);
-          else fetch_b(pb[s], o, k0);
-        }
-        cp_async_commit();
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < nk) {
+        const int k0 = (kt0 + s) * BK;
+        const uint32_t sa = sbase + s * STAGE_BYTES, sb = sa + A_STAGE_BYTES;
+        if constexpr (VA) load_a_async(sa, o, k0);
+        else { uint4 v[LoadA::ITERS]; fetch_a(v, o, k0); LoadA::store(smem + s * STAGE_BYTES, v); }
+        if constexpr (VB) load_b_async(sb, o, k0);
+        else { uint4 v[LoadB::ITERS]; fetch_b(v, o, k0); LoadB::store(smem + s * STAGE_BYTES + A_STAGE_BYTES, v); }
       }
-#pragma unroll
-      for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < nk) {
-          if constexpr (!VA) LoadA::store(smem + s * STAGE_BYTES, pa[s]);
-          if constexpr (!VB) LoadB::store(smem + s * STAGE_BYTES + A_STAGE_BYTES, pb[s]);
-        }
-      }
-    } else {
-#pragma unroll
-      for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < nk) {
-          const int k0 = (kt0 + s) * BK;
-          const uint32_t sa = sbase + s * STAGE_BYTES, sb = sa + A_STAGE_BYTES;
-          if constexpr (VA) load_a_async(sa, o, k0);
-          else { uint4 v[LoadA::ITERS]; fetch_a(v, o, k0); LoadA::store(smem + s * STAGE_BYTES, v); }
-          if constexpr (VB) load_b_async(sb, o, k0);
-          else { uint4 v[LoadB::ITERS]; fetch_b(v, o, k0); LoadB::store(smem + s * STAGE_BYTES + A_STAGE_BYTES, v); }
-        }
-        cp_async_commit();
-      }
+      cp_async_commit();
     }
 
     for (int kt = 0; kt < nk; ++kt) {

@@ -101,9 +101,9 @@ def _pair_loads(p: dict) -> bool:
 
 
 def applicable(p: dict, problem) -> bool:
-    """Heuristic pre-filter: split-K only when the tile grid underfills 132 SMs, with a k tile or more a
-    split: on a small output a deep split is what keeps the SMs busy, and a split's time is its chain of
-    k tiles, each a memory round trip on rows the ring loads through registers."""
+    """Heuristic pre-filter: split-K only when the tile grid underfills 132 SMs, as deep as one k tile a
+    split: on a small output a deeper split keeps more SMs busy, and the tune measures which depth pays
+    (benchmarks/deep_split/)."""
     tiles = -(-problem.M // p["bm"]) * -(-problem.N // p["bn"]) * problem.batch
     if p["split_k"] > 1:
         return tiles < 132 and problem.K >= p["bk"] * p["split_k"] and problem.M * problem.N * problem.batch <= 1 << 26

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import time
 from pathlib import Path
 
 from hgemm.problem import GridError
@@ -55,11 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     except json.JSONDecodeError as e:
         raise SystemExit(f"{PROG}: {args.heldout}: not JSON (line {e.lineno}: {e.msg})") from None
     (Path(args.out) / "metrics.json").unlink(missing_ok=True)  # a stale one would claim this run finished
+    t0 = time.time()
     prompter = context_prompter(settings, args.model, args.library, heldout, args.kernels_db) if settings.context else None
     verbatim = CorpusKernels.from_dataset(args.corpus) if args.corpus else None
-    metrics = run_sample(settings, model_generator(args.model, settings), args.heldout, args.out, prompter=prompter,
-                         verbatim=verbatim)
-    write_metrics(args.out, metrics)
+    generate = model_generator(args.model, settings)
+    setup_s = time.time() - t0  # the library, kernel database, corpus and model loaded, before run_sample's phases
+    metrics = run_sample(settings, generate, args.heldout, args.out, prompter=prompter, verbatim=verbatim)
+    write_metrics(args.out, {**metrics, "setup_s": setup_s})
     print(f"sample: {metrics['samples']} candidates over {metrics['shapes']} shapes, statuses {metrics['statuses']}"
           f"{'' if metrics['timed'] else ' (compiled only, nothing timed)'} -> {args.out}")
     return 0

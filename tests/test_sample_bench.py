@@ -70,6 +70,8 @@ def test_run_sample_on_cpu_keeps_a_compiled_best(tmp_path):
     assert m["timed"] is False and "no GPU" in m["note"] and m["correct_rate"] is None
     assert m["verbatim_corpus_samples"] == 2 and m["verbatim_corpus_best"] == 2
     assert m["shapes"] == 2 and m["heldout_shapes"] == 1 and m["samples"] == 4
+    assert set(m["phase_s"]) == {"prompts", "generate", "judge", "records"} and min(m["phase_s"].values()) >= 0
+    assert abs(sum(m["phase_s"].values()) - m["wall_s"]) < 1e-6
     assert m["statuses"] == {"parse_error": 2, "compiled": 2} and m["shapes_with_best"] == 2
     records = [json.loads(line) for line in (tmp_path / "sample" / "samples.jsonl").read_text().splitlines()]
     assert [r["best"] for r in records] == [False, True, False, True]

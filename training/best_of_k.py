@@ -142,8 +142,10 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
     problems = evaluation_problems(settings, heldout_problems(heldout_path))
     prompter = prompter or (lambda p: (format_problem_prompt(p, arch=settings.prompt_arch), 0))
     prompts, context_kept = zip(*(prompter(p) for p, _ in problems))
+    t_prompts = time.time()
     log.info("sampling %d candidates for each of %d shapes", settings.k, len(problems))
     completions = generate(list(prompts), settings.k)
+    t_generated = time.time()
     texts = [completion_to_candidate(c) for per in completions for c in per]
     owners = [(p, held) for (p, held), per in zip(problems, completions) for _ in per]
 
@@ -151,10 +153,14 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
     if settings.baselines:
         options.baselines = tuple(settings.baselines)
     judge = judge or KernelJudge(options, arch=settings.compile_arch)
+    gpu_phases_before = dict(getattr(judge, "phase_seconds", {}))
     try:
         verdicts = judge.judge(texts, [[p] for p, _ in owners])
     finally:
         judge.close()
+    t_judged = time.time()
+    # the GPU evaluations' seconds per phase (hgemm.evaluate.Phases: references, verification, baselines' setup, timing)
+    gpu_phases = {k: v - gpu_phases_before.get(k, 0.0) for k, v in getattr(judge, "phase_seconds", {}).items()}
 
     best_dir = out / "best"
     best_dir.mkdir(parents=True, exist_ok=True)
@@ -191,6 +197,7 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
     # so a held-out shape the model failed on still counts against it.
     write_json(out / "evaluated.json", [{"problem": p.to_dict(), "heldout": held} for p, held in problems])
 
+    t_end = time.time()
     gpu_run = judge.gpu
     statuses = Counter(r["status"] for r in records)
     n = len(records)
@@ -215,7 +222,12 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
         "verbatim_corpus_best": (sum(r["verbatim"] is not None for r in records if r["best"])
                                  if verbatim is not None else None),
         **copying_metrics(records),
-        "wall_s": time.time() - t0,
+        "wall_s": t_end - t0,
+        # where the stage's time went: building the prompts (context: library, kernel database), generating,
+        # judging (compiles, verification, the candidates' and baselines' timing), writing the records
+        "phase_s": {"prompts": t_prompts - t0, "generate": t_generated - t_prompts, "judge": t_judged - t_generated,
+                    "records": t_end - t_judged},
+        "judge_gpu_phase_s": gpu_phases,
     }
 
 

@@ -56,6 +56,7 @@ class SampleSettings:
     compile_arch: str | None  # nvcc target (null: the GPU's, else sm_90a)
     reps: int  # timed repetitions when a GPU judges the candidates
     baselines: list | None  # null: the harness's default baselines
+    verify_timeout_s: float  # per candidate: a hang past this is `timeout`, as in the RL stages' judges
     seed: int
     # prompts as rl_hgemm's: contrastive context from its kernel database and the seed library
     context: bool
@@ -152,7 +153,7 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
     options = EvalOptions(reps=settings.reps)
     if settings.baselines:
         options.baselines = tuple(settings.baselines)
-    judge = judge or KernelJudge(options, arch=settings.compile_arch)
+    judge = judge or KernelJudge(options, arch=settings.compile_arch, verify_timeout_s=settings.verify_timeout_s)
     gpu_phases_before = dict(getattr(judge, "phase_seconds", {}))
     try:
         verdicts = judge.judge(texts, [[p] for p, _ in owners])

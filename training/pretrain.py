@@ -98,6 +98,7 @@ class SampleSettings:
     compile: bool
     compile_arch: str | None  # passed to hgemm.compile; null: its default
     prompt_arch: str
+    verify_timeout_s: float  # per candidate: a hang past this is `timeout`
 
 
 @dataclass
@@ -357,6 +358,7 @@ class Pretraining:
             final, tokenizer, self.problems, cfg.sample.num_samples, cfg.sample.max_new_tokens,
             cfg.sample.temperature, cfg.sample.top_p, cfg.sample.batch_size,
             compile=cfg.sample.compile, arch=cfg.sample.compile_arch, prompt_arch=cfg.sample.prompt_arch,
+            verify_timeout_s=cfg.sample.verify_timeout_s,
         )
         sampling["seconds"] = time.perf_counter() - sample_start
         (out / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))

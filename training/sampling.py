@@ -91,9 +91,11 @@ def check_candidates(
     arch: str | None = None,
     workers: int | None = None,
     verify: bool | None = None,
+    verify_timeout_s: float = 60.0,
 ) -> tuple[list[CandidateCheck], dict]:
     """Parse and compile each (problem, completion), and verify the compiled ones on the GPU (verify=None:
-    when one is visible); returns the per-sample checks and a summary.
+    when one is visible; a candidate silent verify_timeout_s in verification is a `timeout`); returns the
+    per-sample checks and a summary.
 
     A failure is recorded, never raised: a compiler crash on one candidate counts as a compile failure."""
     checks = []
@@ -126,7 +128,7 @@ def check_candidates(
     verify_error = None
     if verify and compiler is not None:
         try:
-            _verify_compiled(checks, samples, arch)
+            _verify_compiled(checks, samples, arch, verify_timeout_s)
         except Exception as e:  # the harness could not start (e.g. no pycuda): report it, keep the stage going
             verify, verify_error = False, f"{type(e).__name__}: {e}"
 
@@ -151,12 +153,13 @@ def check_candidates(
     return checks, summary
 
 
-def _verify_compiled(checks: list[CandidateCheck], samples: list[tuple[Problem, str]], arch: str | None) -> None:
+def _verify_compiled(checks: list[CandidateCheck], samples: list[tuple[Problem, str]], arch: str | None,
+                     verify_timeout_s: float) -> None:
     """Run the harness's verification (no timing) on every compiled candidate, on its own problem."""
     todo = [(c, p) for c, (p, _) in zip(checks, samples) if c.compiled]
     if not todo:
         return
-    with KernelJudge(EvalOptions(timing=False), gpu=True, arch=arch) as judge:
+    with KernelJudge(EvalOptions(timing=False), gpu=True, arch=arch, verify_timeout_s=verify_timeout_s) as judge:
         verdicts = judge.judge([c.candidate for c, _ in todo], [[p] for _, p in todo])
     for (check, _), v in zip(todo, verdicts):
         check.verdict = v["status"]
@@ -184,8 +187,10 @@ def sample_and_check(
     compile: bool = True,
     arch: str | None = None,
     prompt_arch: str = "sm_90a",
+    verify_timeout_s: float = 60.0,
 ) -> tuple[list[dict], dict]:
-    """num_samples completions spread round-robin over problems, then checked; (records, summary)."""
+    """num_samples completions spread round-robin over problems, then checked; (records, summary).
+    verify_timeout_s: a candidate silent that long in verification is a `timeout` (hgemm.judge)."""
     per_problem = [num_samples // len(problems) + (i < num_samples % len(problems)) for i in range(len(problems))]
     chosen = [(p, k) for p, k in zip(problems, per_problem) if k]
     # One generate call over every problem's prompts, batched: a batch of one is launch-bound on a GPU.
@@ -195,6 +200,6 @@ def sample_and_check(
         max_new_tokens, temperature, top_p, batch_size,
     )
     samples: list[tuple[Problem, str]] = [(p, t[0]) for p, t in zip(owners, texts)]
-    checks, summary = check_candidates(samples, compile=compile, arch=arch)
+    checks, summary = check_candidates(samples, compile=compile, arch=arch, verify_timeout_s=verify_timeout_s)
     records = [dict(asdict(c), completion=t) for c, (_, t) in zip(checks, samples)]
     return records, summary

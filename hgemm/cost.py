@@ -37,13 +37,12 @@ on relative error over every kernel time the tunes recorded:
   batched_small) store after each tile's mainloop, in sequence with it. On a short K that store is most
   of a tile's time, and the DRAM term, which spreads C's bytes over the whole GPU, cannot tell a tile that
   leaves SMs idle from one that does not (without it, in hgemm.dispatch_eval's leave-one-out over the
-  pipeline's tunes with the short-K tensor-core family's, the cost rule's pick took 1.049x the winner's
+  pipeline's tunes but the deep-split one, the short-K tensor-core family's among them, the cost rule's pick took 1.049x the winner's
   time, up to 3.25x on K = 64 shapes where it ranked a wgmma tile at half its measured time; with it 1.032x);
 - the grid barrier: a staged wgmma kernel's copy phase ends at a one-shot barrier of the whole grid
   (hgemm/include/hgemm/staged_loader.cuh), a wait of fixed length whatever the bytes copied, which the
   staged-bytes term alone spreads over the copies (without it, in the same leave-one-out, 1.032x; with it
-  1.027x, and on the committed GPU runs of shapes no tune saw it ranks the faster kernel of a timed pair
-  first more often: 55 of 87 pairs, against 45).
+  1.027x).
 Then each kernel's log ratio of measured to modelled time on the tuned shapes nearest the one asked
 about (weighted by 1 / (1 + distance)) corrects the model, shrunk towards the kernel's mean ratio over
 all its tuned shapes: a kernel timed on few shapes leans on its mean, one timed nearby on its neighbours.

@@ -14,6 +14,8 @@ on relative error over every kernel time the tunes recorded:
 - the busiest SM's tensor-core work: waves of output tiles (tiles x split over the CTAs that run at
   once) x the work of one tile's share of K. This term is why a shape with few tiles and a long K wants
   split-K, and why a tile that leaves most of a last wave idle loses, which no nearby tuned shape may show;
+  for a stream-K kernel, the busiest CTA's whole tiles and its share of the split tiles' k tiles
+  (streamk_work), with its partial sums in the split-K term;
 - L2-to-SM bytes: every tile's share of A and B rows (small tiles re-read the operands more often;
   a narrow-N kernel's CTAs each stage all of B; the skinny tensor-core kernel's column blocks each read
   all of A);
@@ -57,7 +59,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from kernels_corpus.families import FAMILIES, narrow, skinny_mma, small_k, small_k_mma
+from kernels_corpus.families import FAMILIES, narrow, skinny_mma, small_k, small_k_mma, wgmma
 
 from .params import operand_shape
 from .problem import NUM_SMS, Problem
@@ -176,6 +178,10 @@ def features(params: dict, p: Problem) -> list[float]:
         partials = 8 * p.batch * p.M * p.N * split if split > 1 else 0
         readers, rows, cols = params["warps_m"] * params["warps_n"], bm // params["warps_m"], bn // params["warps_n"]
         misaligned = misaligned_rows(params, p)
+    if params.get("streamk"):  # the busiest CTA: its whole tiles, then its share of the split tiles' k tiles
+        units, partials = streamk_work(params, tiles, _cdiv(p.K, bk), bm * bn)
+        return [1.0, dram, partials, bm * bn * units * bk, tiles * (bm + bn) * k_share,
+                readers * (rows + cols) * units * bk, float(units), 0.0, 0.0, _cdiv(tiles, NUM_SMS) * bm * bn, 0.0]
     waves = _cdiv(tiles * split, at_once)
     staged = sum(4 * p.batch * (p.M * p.K if op == "A" else p.K * p.N)
                  for op in (params.get("stage", "") if params.get("loader") == "staged" else ""))
@@ -183,6 +189,17 @@ def features(params: dict, p: Problem) -> list[float]:
             waves * per_sm * readers * (rows + cols) * k_share, waves * k_share / bk, staged,
             waves * per_sm * (bm * misaligned[0] + bn * misaligned[1]) * k_share, waves * per_sm * bm * bn,
             float(params.get("loader") == "staged")]
+
+
+def streamk_work(params: dict, tiles: int, nk: int, tile_elems: int) -> tuple[int, float]:
+    """The k tiles the busiest CTA of a stream-K grid runs (hgemm/streamk.cuh: every CTA the whole waves
+    of tiles, then its share of the split tiles' k tiles) and the bytes of partial sums (each split
+    tile's contributors write a slot of fp32 sums, its owner reads and clears them)."""
+    split_tiles = tiles if tiles < NUM_SMS else tiles % NUM_SMS
+    ways = max(1, min(params["streamk"], nk // wgmma.STREAMK_MIN_UNITS))
+    split_ctas = min(NUM_SMS, split_tiles * ways)
+    units = (tiles - split_tiles) // NUM_SMS * nk + (_cdiv(split_tiles * nk, split_ctas) if split_ctas else 0)
+    return units, 12.0 * max(0, split_ctas - split_tiles) * tile_elems
 
 
 class CostModel:

@@ -38,7 +38,7 @@ from kernels_corpus.families import FAMILIES, mma_sync, narrow, skinny_mma, smal
 from .bench import run_bench
 from .candidate import parse_spec
 from .compile import detect_arch, include_hash
-from .cost import CLUSTER_CTAS_AT_ONCE
+from .cost import CLUSTER_CTAS_AT_ONCE, streamk_work
 from .entry import EvalOptions
 from .envinfo import environment, gpu_info
 from .files import UnreadableFile, config_hash, read_user_text, write_json
@@ -84,11 +84,14 @@ def estimate(params: dict, problem: Problem) -> float:
     bm, bn = params["bm"], params["bn"]
     split = params.get("split_k", 1)
     ctas = _cdiv(problem.M, bm) * _cdiv(problem.N, bn) * problem.batch * split
+    intensity = (bm * bn / (bm + bn)) / (128 * 256 / 384)
+    if params.get("streamk"):   # the busiest CTA's k tiles (whole waves and a share of the rest), the partials
+        units, partial_bytes = streamk_work(params, ctas, _cdiv(problem.K, 64), bm * bn)
+        return bm * bn * units * 64 / min(1.0, intensity) + partial_bytes / 3
     slots = NUM_SMS * max(1, params.get("min_blocks", 1))
     if "consumers" in params:   # wgmma: one CTA an SM, clusters of cluster x split_k CTAs within a GPC
         slots = CLUSTER_CTAS_AT_ONCE[params.get("cluster", 1) * split]
     waves = _cdiv(ctas, slots)
-    intensity = (bm * bn / (bm + bn)) / (128 * 256 / 384)
     work = bm * bn * _cdiv(problem.K, split) / max(1, params.get("min_blocks", 1))
     cost = waves * work / min(1.0, intensity)
     # A staged wgmma kernel first copies the operands TMA refuses, ~10% of the kernel's time for each

@@ -1055,8 +1055,10 @@ def test_wgmma_spec_and_applicability():
         # a staged grid is every SM (every SM it can hold at once, split), tiles or not: each CTA copies
         # its share before the barrier; a cluster grid is whole clusters (the second CTA's tile lies
         # past M here); a split-K grid is one cluster of split_k CTAs a tile
+        # (a stream-K grid is every SM: the few tiles' k tiles are shared out over all of them)
         tiles = -(-100 // p["bm"]) * -(-64 // p["bn"])
-        assert grid == ((resident * ctas, 1, 1) if staged else (cl if cl > 1 else sk * tiles, 1, 1))
+        plain = 132 if p.get("streamk") else sk * tiles
+        assert grid == ((resident * ctas, 1, 1) if staged else (cl if cl > 1 else plain, 1, 1))
         assert ("__cluster_dims__(2, 1, 1)" in text) == (cl * sk == 2)
         assert (f"__cluster_dims__({sk}, 1, 1)" in text) == (sk > 1)
         if sk > 1:
@@ -1129,12 +1131,12 @@ def test_wgmma_all_variants_compile_clean(tmp_path):
 
 def _wgmma_option_cover() -> list[dict]:
     """A few variants that between them instantiate wgmma_gemm for every tile shape (BM, BN, consumers)
-    and every option it specialises on (loader and staged operands, epilogue, cluster): greedily, the
-    variant that adds the most not yet covered."""
+    and every option it specialises on (loader and staged operands, epilogue, cluster, split-K, stream-K):
+    greedily, the variant that adds the most not yet covered."""
     def keys(p):
         return {("tile", p["bm"], p["bn"], p["consumers"]), ("loader", p.get("loader", "tma"), p.get("stage")),
                 ("epilogue", p.get("epilogue", "registers")), ("cluster", p.get("cluster", 1)),
-                ("split_k", p.get("split_k", 1))}
+                ("split_k", p.get("split_k", 1)), ("streamk", p.get("streamk", 0))}
 
     vs, covered, picked = wgmma.variants(), set(), []
     everything = set().union(*map(keys, vs))
@@ -1239,6 +1241,82 @@ int main(int argc, char** argv) {
             (copy,) = staged_operands(one, problem)
             assert (copy.operand, copy.offset, copy.end) == (op, 0, own) and own + 4 <= one.workspace(env)
             assert [t.staged for t in one.tensor_maps] == [op == "A", op == "B"]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+def test_wgmma_streamk_schedule_covers_every_k_tile_once(tmp_path):
+    """streamk: the kernel's own work split (StreamKTiles, hgemm/streamk.cuh), compiled by nvcc for the
+    host and run for every CTA of a grid: every k tile of every output tile is computed once; a CTA's
+    share of the split tiles starts with at most one contributor segment (its slot is written once) and
+    ends with at most one owner segment, whose contributors are exactly the CTAs after it up to
+    last_cta(); where tiles are split every CTA runs as many whole tiles; the shares differ by at most a
+    k tile; and the cost
+    model's busiest CTA (hgemm.cost.streamk_work) is the busiest CTA here."""
+    from hgemm.cost import streamk_work
+
+    prog = tmp_path / "streamk.cu"
+    prog.write_text("""#include <cstdio>
+#include <cstdlib>
+#include <hgemm/streamk.cuh>
+using namespace hgemm::sm90;
+// usage: streamk TOTAL NK CTAS: per CTA its items (tile kb ke), then the owners' last contributing CTA
+int main(int argc, char** argv) {
+  const int total = atoi(argv[1]), nk = atoi(argv[2]), ctas = atoi(argv[3]);
+  printf("min_units %d\\n", StreamKTiles<WAYS>::MIN_UNITS);
+  for (int c = 0; c < ctas; ++c) {
+    const StreamKTiles<WAYS> sk(total, nk, c, ctas);
+    printf("cta %d split_tiles %d\\n", c, sk.split_tiles);
+    StreamKCursor cur = sk.start();
+    for (StreamKItem it; sk.next(cur, it);)
+      printf("item %d %d %d %d\\n", it.tile, it.kb, it.ke, it.tile < sk.split_tiles && it.kb == 0 && it.ke < nk ? sk.last_cta(it.tile) : -1);
+  }
+  return 0;
+}
+""".replace("WAYS", str(wgmma.STREAMK_WAYS)))
+    exe = tmp_path / "streamk"
+    subprocess.run([NVCC, "-std=c++17", "-I", str(INCLUDE_DIR), "-o", str(exe), str(prog)], check=True, capture_output=True,
+                   timeout=300)
+    # (tiles, k tiles, CTAs): a part-filled last wave, fewer tiles than CTAs, whole waves, a K too short
+    # to split finely, one tile, shares shorter and longer than a tile
+    for total, nk, ctas in [(300, 120, 132), (16, 119, 132), (264, 40, 132), (133, 9, 132), (1, 200, 132),
+                            (5, 3, 132), (140, 64, 132), (7, 1000, 16), (0, 10, 132), (50, 0, 132), (17, 33, 8)]:
+        out = subprocess.run([str(exe), str(total), str(nk), str(ctas)], check=True, capture_output=True, text=True,
+                             timeout=60).stdout.split("\n")
+        assert out[0] == f"min_units {wgmma.STREAMK_MIN_UNITS}"
+        items: dict[int, list[tuple[int, int, int, int]]] = {}
+        split = 0
+        for line in out[1:]:
+            f = line.split()
+            if f and f[0] == "cta":
+                cta, split = int(f[1]), int(f[3])
+                items[cta] = []
+            elif f and f[0] == "item":
+                items[cta].append(tuple(int(x) for x in f[1:]))
+        covered = {}
+        for cta, its in items.items():
+            for tile, kb, ke, _ in its:
+                assert 0 <= kb < ke <= nk or (nk == 0 and kb == ke == 0)   # K = 0: whole tiles of zeros
+                for k in range(kb, ke):
+                    assert (tile, k) not in covered, (total, nk, ctas, tile, k)
+                    covered[(tile, k)] = cta
+        assert set(covered) == {(t, k) for t in range(total) for k in range(nk)}, (total, nk, ctas)
+        for cta, its in items.items():
+            shared = [it for it in its if it[0] < split]
+            assert all(kb == 0 for _, kb, _, _ in shared[1:]), (total, nk, ctas, cta)   # a contributor comes first
+            assert all(ke == nk for _, _, ke, _ in shared[:-1]), (total, nk, ctas, cta)  # an owner comes last
+            for tile, kb, ke, last in shared:
+                if kb == 0 and ke < nk:   # the owner: the rest of its tile is exactly CTAs cta + 1 .. last
+                    others = {covered[(tile, k)] for k in range(ke, nk)}
+                    assert others == set(range(cta + 1, last + 1)), (total, nk, ctas, tile)
+                    assert all(next(i for i in items[c] if i[0] == tile)[1] > 0 for c in others)
+        whole = {sum(1 for it in its if it[0] >= split) for its in items.values()}
+        assert len(whole) == 1 if split else max(whole) - min(whole) <= 1, (total, nk, ctas)   # K = 0: no split
+        shares = [sum(ke - kb for tile, kb, ke, _ in its if tile < split) for its in items.values()]
+        active = [s for s in shares if s]
+        assert not active or max(active) - min(active) <= 1
+        if ctas == 132 and total:
+            busiest = max(sum(ke - kb for _, kb, ke, _ in its) for its in items.values())
+            assert streamk_work({"streamk": wgmma.STREAMK_WAYS}, total, nk, 1)[0] == busiest, (total, nk)
 
 
 def test_every_family_render_fits_its_template_and_a_mixed_one_is_named():

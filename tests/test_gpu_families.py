@@ -188,3 +188,21 @@ def test_mma_sync_split_variants_verify_on_the_shapes_they_serve(layout):
     problems = [[Problem(p.M, p.N, p.K, p.batch, layout) for p in MMA_SPLIT]] * len(variants)
     assert len(variants) > 50
     assert not failures_on_own_shapes(mma_sync, variants, problems)
+
+
+# Stream-K's own shapes: a part-filled last wave with a K tail (160 tiles of 128 x 256 on 132 SMs), few
+# tiles and a long K (each tile split 8 ways, contributors in the middle of a tile), ragged edges, batch,
+# and K of one k tile or less, where nothing is split.
+STREAMK = [Problem(2000, 2432, 1000), Problem(128, 512, 7616), Problem(200, 136, 5000), Problem(130, 136, 4096, 3),
+           Problem(4097, 72, 264), Problem(1000, 1000, 64), Problem(64, 264, 8)]
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_wgmma_streamk_variants_verify_on_the_shapes_they_serve(layout):
+    """Every stream-K variant verifies (the harness also holds it to leaving its workspace zero)."""
+    from kernels_corpus.families import wgmma
+
+    variants = [v for v in wgmma.variants() if v.get("streamk")]
+    problems = [[Problem(p.M, p.N, p.K, p.batch, layout) for p in STREAMK]] * len(variants)
+    assert len(variants) == len(wgmma.STREAMK_TILES)
+    assert not failures_on_own_shapes(wgmma, variants, problems)

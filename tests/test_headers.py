@@ -19,7 +19,7 @@ NVCC = shutil.which("nvcc")
 INCLUDE = ROOT / "hgemm" / "include"
 HEADERS = sorted(p.name for p in (INCLUDE / "hgemm").glob("*.cuh"))
 WGMMA_HEADERS = ["tma.cuh", "wgmma.cuh", "warpgroup.cuh", "epilogue.cuh", "cluster.cuh", "cluster_splitk.cuh", "staged_loader.cuh",
-                 "scheduler.cuh", "wgmma_gemm.cuh"]
+                 "scheduler.cuh", "streamk.cuh", "wgmma_gemm.cuh"]
 EXAMPLE = ROOT / "docs" / "examples" / "wgmma_persistent.cu"
 
 

@@ -11,7 +11,9 @@ column by column). Warpgroup 0 produces: one thread issues TMA loads into a STAG
 Options: `cluster: 2` (clusters of two CTAs on vertically adjacent tiles, B multicast into both),
 `epilogue: smem` (finished tiles parked in shared memory and stored by the producer warpgroup's idle
 warps) or the register epilogue, `split_k: 2 | 4 | 8` (clusters of that many CTAs on one tile, each over a
-share of K, reducing through distributed shared memory), and `loader: staged` with `stage: AB | A | B` (the grid first copies
+share of K, reducing through distributed shared memory), `streamk: 8` (the tiles past the last whole wave
+shared out over the grid by k tile, each split over at most that many CTAs, reducing through the
+workspace), and `loader: staged` with `stage: AB | A | B` (the grid first copies
 the operands whose row pitches TMA refuses into padded rows in its workspace; TMA reads those).
 
 Layouts: both from one text (-DHGEMM_LAYOUT_TN picks). Shapes: TMA needs 16-byte row pitches (K % 8 ==
@@ -98,6 +100,17 @@ STAGED_SPLIT_TILES = [(128, 128, 1), (128, 64, 1)]
 # them, inside those. A GPU whose GPCs hold fewer traps at the barrier after ~1 s (a crash, no hang).
 def staged_split_clusters(split: int) -> str:
     return "num_sms // 2" if split == 2 else f"num_sms * 7 // 8 // {split}"
+# Stream-K over the last partial wave (`streamk: WAYS`, hgemm/streamk.cuh): a grid of num_sms CTAs runs
+# the whole waves of tiles as before and shares the k tiles of the rest out evenly, a tile split over
+# at most WAYS CTAs and no finer than STREAMK_MIN_UNITS k tiles a CTA; the CTA that computed a split
+# tile's first k tile adds the others' fp32 partials from the workspace and stores it. Where the tiles
+# fill 2.27 waves (2455 x 3840 x 7680 in 128 x 256 tiles: 300 on 132 SMs) the persistent kernel runs
+# three rounds for 2.27 rounds of work, 0.78x the strongest baseline in the search of
+# benchmarks/search_headroom/; shared out, each CTA runs 2.27 tiles' worth and a partial sum or two.
+# Few tiles and a long K are all remainder: split-K in any proportion, not in whole equal shares.
+STREAMK_TILES = [(128, 256, 2), (128, 192, 2), (128, 128, 2), (128, 128, 1), (128, 64, 1), (64, 128, 1), (64, 64, 1)]
+STREAMK_WAYS = 8
+STREAMK_MIN_UNITS = 4   # StreamKTiles::MIN_UNITS in hgemm/streamk.cuh
 _G = dict(group_m=8, epilogue="smem")
 # The smem epilogue on each kind of tile and loader, at the ring depth benchmarks/epilogue/ measured
 # (the GPU tests run them all)
@@ -142,6 +155,7 @@ def _valid(p: dict) -> bool:
         and _cluster(p) in (1, 2)
         and _split(p) in SPLITS + (1,)
         and (_split(p) == 1 or (_cluster(p) == 1 and not _epilogue_smem(p)))
+        and (not _streamk(p) or (_split(p) == 1 and _cluster(p) == 1 and not _staged(p)))
     )
 
 
@@ -179,6 +193,8 @@ def variants() -> list[dict]:
     for (bm, bn, c), split, ops in itertools.product(STAGED_SPLIT_TILES, SPLITS, ("AB", "A", "B")):
         out += _deepest(lambda st: dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=8, split_k=split,
                                         loader="staged", stage=ops), 1)
+    for bm, bn, c in STREAMK_TILES:
+        out += _deepest(lambda st: dict(bm=bm, bn=bn, consumers=c, stages=st, streamk=STREAMK_WAYS, **_G), 1)
     return out
 
 
@@ -210,12 +226,19 @@ def _split(p: dict) -> int:
     return p.get("split_k", 1)
 
 
+def _streamk(p: dict) -> int:
+    # the most CTAs a stream-K tile is split over; 0: whole tiles only (or cluster split-K)
+    return p.get("streamk", 0)
+
+
 def name(p: dict) -> str:
     base = f"wgmma_{p['bm']}x{p['bn']}x{BK}_c{p['consumers']}_s{p['stages']}_g{p['group_m']}"
     if _cluster(p) > 1:
         base += f"_cl{_cluster(p)}"
     if _split(p) > 1:
         base += f"_sk{_split(p)}"
+    if _streamk(p):
+        base += f"_stk{_streamk(p)}"
     if _epilogue_smem(p):
         base += "_es"
     if _staged(p):
@@ -247,6 +270,11 @@ def applicable(p: dict, problem) -> bool:
     # the sample tune.
     if _split(p) > 1 and (tiles > 3 * NUM_SMS // 4 or -(-problem.K // BK) < 4 * _split(p)):
         return False
+    # Stream-K where the tiles leave a part-filled last round (or fewer tiles than SMs) and K holds two
+    # k-tile shares of STREAMK_MIN_UNITS: elsewhere it runs as the whole-tile kernel does. Few large
+    # tiles are fine here: their K is what is shared out.
+    if _streamk(p):
+        return tiles % NUM_SMS != 0 and -(-problem.K // BK) >= 2 * STREAMK_MIN_UNITS
     # Large tiles on problems with fewer CTAs than half the SMs leave most of the GPU idle.
     return p["bm"] * p["bn"] <= 128 * 128 or tiles * _split(p) >= NUM_SMS // 2
 
@@ -264,6 +292,8 @@ def spec_text(p: dict) -> str:
     copies = {"A": f"round_up(batch * M * round_up(K, {STAGED_PITCH}) * 2, 1024)",
               "B": f"round_up(batch * max(K * round_up(N, {STAGED_PITCH}), N * round_up(K, {STAGED_PITCH})) * 2, 1024)"}
     workspace = " + ".join([copies[op] for op in ops] + ["1024"]) if ops else "0"
+    if _streamk(p):  # a CTA's slot of fp32 partial sums, then its consumers' flags (hgemm/streamk.cuh)
+        workspace = f"num_sms * {p['bm'] * p['bn'] * 4 + 8}"
     return "\n".join([
         "/*@launch",
         f"entry: {name(p)}",
@@ -271,8 +301,9 @@ def spec_text(p: dict) -> str:
         _grid(p),
         f"smem: {_smem_bytes(p)}",
         f"workspace: {workspace}",
-        # the last CTA past the grid barrier resets its counters (hgemm/staged_loader.cuh)
-        *(["workspace_zero: kept"] if ops else []),
+        # the last CTA past the grid barrier resets its counters (hgemm/staged_loader.cuh); a stream-K
+        # tile's owner clears the slots and flags it read
+        *(["workspace_zero: kept"] if ops or _streamk(p) else []),
         "layouts: NN, TN",
         f"tensor_map: A, box=({p['bm']}, {BK}), swizzle=128{staged['A']}",
         f"tensor_map: B, box=(64, 64), swizzle=128{staged['B']}",
@@ -283,6 +314,8 @@ def spec_text(p: dict) -> str:
 def _grid(p: dict) -> str:
     cl = _cluster(p)
     sk = _split(p)
+    if _streamk(p):  # every SM: the split tiles' k tiles are shared out over all of them
+        return "grid: num_sms"
     if sk > 1 and _staged(p):  # as many whole clusters as run at once, tiles or not: every CTA copies
         return f"grid: {sk} * ({staged_split_clusters(sk)})"
     if sk > 1:  # whole clusters of split_k CTAs, one a tile
@@ -297,10 +330,13 @@ def _grid(p: dict) -> str:
 
 def template_args(p: dict) -> str:
     """The wgmma_gemm template arguments of a variant: BM, BN, CONSUMERS, STAGES, GROUP_M, CLUSTER,
-    EPILOGUE, LOADER, and SPLITK where it splits (the layout comes from -DHGEMM_LAYOUT_TN)."""
+    EPILOGUE, LOADER, then SPLITK where it splits and SPLITK, STREAMK for stream-K (the layout comes from
+    -DHGEMM_LAYOUT_TN)."""
     epilogue = "Epilogue::smem" if _epilogue_smem(p) else "Epilogue::registers"
     loader = f"Loader::staged_{_staged_ops(p).lower()}" if _staged(p) else "Loader::tma"
     split = f", {_split(p)}" if _split(p) > 1 else ""
+    if _streamk(p):
+        split = f", 1, {_streamk(p)}"
     return (f"{p['bm']}, {p['bn']}, {p['consumers']}, {p['stages']}, {p['group_m']}, {_cluster(p)}, "
             f"{epilogue}, {loader}{split}")
 

@@ -27,6 +27,11 @@
 //             for problems with too few tiles to fill the GPU and a long K. The entry needs
 //             __cluster_dims__(SPLITK, 1, 1) and a grid of whole clusters; the register epilogue
 //             (each CTA stores its share of the tile) and no multicast (CLUSTER 1).
+//   STREAMK   0, or the most CTAs one tile is split over: the tiles past the last whole wave are
+//             shared out by k tile over the grid, each finished by the CTA that computed its first k
+//             tile from its peers' partial sums in the workspace (streamk.cuh); for problems whose
+//             tiles leave the last round part-idle, and those with fewer tiles than SMs. The grid is
+//             num_sms CTAs, the loader TMA, no cluster; tiles that are split are stored from registers.
 //   TN        the B layout (defaults to the one the harness compiles for: -DHGEMM_LAYOUT_TN).
 //
 // With two consumer warpgroups the producer gives registers back and the consumers take them
@@ -48,6 +53,7 @@
 #include "epilogue.cuh"
 #include "scheduler.cuh"
 #include "staged_loader.cuh"
+#include "streamk.cuh"
 #include "tma.cuh"
 #include "warpgroup.cuh"
 #include "wgmma.cuh"
@@ -88,7 +94,8 @@ struct WgmmaShape {
 };
 
 template <int BM, int BN, int CONSUMERS, int STAGES, int GROUP_M = 8, int CLUSTER = 1,
-          Epilogue EPILOGUE = Epilogue::smem, Loader LOADER = Loader::tma, int SPLITK = 1, bool TN = kLayoutTN>
+          Epilogue EPILOGUE = Epilogue::smem, Loader LOADER = Loader::tma, int SPLITK = 1, int STREAMK = 0,
+          bool TN = kLayoutTN>
 __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   using S = WgmmaShape<BM, BN, CONSUMERS, STAGES, EPILOGUE, SPLITK>;
   using SplitK = typename S::SplitK;
@@ -96,6 +103,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   constexpr bool kParked = EPILOGUE == Epilogue::smem;
   static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
   static_assert(SPLITK == 1 || (CLUSTER == 1 && !kParked), "cluster split-K: no multicast, the register epilogue");
+  static_assert(STREAMK == 0 || (CLUSTER == 1 && SPLITK == 1 && LOADER == Loader::tma), "stream-K: TMA, no cluster");
   constexpr bool kClustered = CLUSTER > 1 || SPLITK > 1;
   const int M = args.M, N = args.N, K = args.K;
   __half* const C = args.C;
@@ -148,8 +156,8 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
       tma_prefetch(args.tmap_a);
       tma_prefetch(args.tmap_b);
       RingPos<STAGES> pos;
-      for (int tile = tiles.first; tile < tiles.total; tile += tiles.step) {
-        const TileCoord tc = tiles.coord(tile);
+      // k tiles [kt_begin, kt_end) of tile tc into the ring
+      auto load = [&](const TileCoord& tc, int kt_begin, int kt_end) {
         // B boxes holding at least one column < N. Boxes wholly past N are skipped (and not counted
         // in expect_tx): their smem keeps stale data that only reaches accumulator columns >= N,
         // which the epilogue never stores. A boxes always hold >= 1 valid row (m0 < M).
@@ -158,7 +166,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         // compute on stale smem and store nothing) but still receives, and multicasts, B boxes.
         const bool has_a = tc.m0 < M;
         const uint32_t bytes = (has_a ? A_BYTES : 0) + nbox * kBoxBytes;
-        for (int kt = kt0; kt < kt0 + nk; ++kt) {
+        for (int kt = kt_begin; kt < kt_end; ++kt) {
           // Wait until the consumers released this stage's previous use (round r - 1); the first
           // round waits on parity 1, which a fresh barrier reports as complete.
           mbar_wait(smem_u32(&empty_bar[pos.stage]), pos.phase ^ 1u);
@@ -179,6 +187,13 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
           }
           pos.advance();
         }
+      };
+      if constexpr (STREAMK > 0) {
+        const StreamKTiles<STREAMK> sk(tiles.total, nk, blockIdx.x, gridDim.x);   // this CTA's work (streamk.cuh)
+        StreamKCursor cur = sk.start();
+        for (StreamKItem item; sk.next(cur, item);) load(tiles.coord(item.tile), item.kb, item.ke);
+      } else {
+        for (int tile = tiles.first; tile < tiles.total; tile += tiles.step) load(tiles.coord(tile), kt0, kt0 + nk);
       }
       // Drain: wait until the consumers have released every stage, so no TMA write or barrier
       // update is outstanding when this thread leaves.
@@ -190,7 +205,12 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
       const int t = threadIdx.x - 32;
       const bool vec_ok = N % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
       uint32_t c_phase = 0;
-      for (int tile = tiles.first; tile < tiles.total; tile += tiles.step) {
+      int first = tiles.first, step = tiles.step;
+      if constexpr (STREAMK > 0) {   // only the whole tiles past the split ones are parked
+        first = StreamKTiles<STREAMK>(tiles.total, nk, blockIdx.x, gridDim.x).split_tiles + blockIdx.x;
+        step = gridDim.x;
+      }
+      for (int tile = first; tile < tiles.total; tile += step) {
         const TileCoord tc = tiles.coord(tile);
         mbar_wait(smem_u32(&c_full), c_phase);
         store_parked<BM, BN>(cbuf, C + static_cast<long long>(tc.b) * M * N, tc.m0, tc.n0, M, N, vec_ok, t);
@@ -214,10 +234,10 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
 
     RingPos<STAGES> pos;
     uint32_t c_phase = 0, red_phase = 0;
-    for (int tile = tiles.first; tile < tiles.total; tile += tiles.step) {
-      const TileCoord tc = tiles.coord(tile);
+    // `count` k tiles of one tile through the ring into acc
+    auto mainloop = [&](int count) {
       int prev_stage = 0;
-      for (int kt = 0; kt < nk; ++kt) {
+      for (int kt = 0; kt < count; ++kt) {
         mbar_wait(smem_u32(&full_bar[pos.stage]), pos.phase);   // TMA bytes of this stage have landed
         const uint32_t sa = ring + pos.stage * STAGE_BYTES + cw * WM * 128;
         const uint32_t sb = ring + pos.stage * STAGE_BYTES + A_BYTES;
@@ -230,21 +250,10 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         pos.advance();
       }
       wgmma_wait<0>();
-      if (nk > 0 && lane0) release_stage<CLUSTER>(smem_u32(&empty_bar[prev_stage]));
-      if constexpr (SPLITK > 1) {
-        if (nk == 0) {   // an empty k share (K < SPLITK k tiles) adds zeros, not the last tile's sums
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-            for (int i = 0; i < BN / 2; ++i) acc[mt][i] = 0.f;
-        }
-      }
-      fence_acc(acc);
-      if constexpr (SPLITK > 1) {
-        SplitK::reduce(acc, red, smem_u32(&red_full), smem_u32(&red_empty), rank, threadIdx.x - 128, red_phase);
-        red_phase ^= 1u;
-      }
-
+      if (count > 0 && lane0) release_stage<CLUSTER>(smem_u32(&empty_bar[prev_stage]));
+    };
+    // a finished tile to C: parked for the storer warps, or from registers
+    auto epilogue = [&](const TileCoord& tc) {
       if constexpr (kParked) {
         // Park the tile once the storers are done with the previous one.
         mbar_wait(smem_u32(&c_empty), c_phase ^ 1u);
@@ -256,6 +265,45 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         const bool rows_aligned = N % 2 == 0 && reinterpret_cast<uintptr_t>(C) % 4 == 0;   // the same for all
         if constexpr (SPLITK > 1) SplitK::store(acc, C, tc, cw * WM, M, N, warp, lane, rank);
         else store_acc<MT, BN>(acc, C, tc, cw * WM, M, N, rows_aligned, warp, lane);
+      }
+    };
+    if constexpr (STREAMK > 0) {
+      const StreamKTiles<STREAMK> sk(tiles.total, nk, blockIdx.x, gridDim.x);   // this CTA's work (streamk.cuh)
+      const StreamKWorkspace<BM, BN, CONSUMERS> ws(args.workspace, cw);
+      const int t = threadIdx.x % 128, bar = 1 + cw;   // a named barrier a consumer warpgroup
+      const bool rows_aligned = N % 2 == 0 && reinterpret_cast<uintptr_t>(C) % 4 == 0;
+      StreamKCursor cur = sk.start();
+      for (StreamKItem item; sk.next(cur, item);) {
+        const TileCoord tc = tiles.coord(item.tile);
+        mainloop(item.ke - item.kb);
+        fence_acc(acc);
+        if (item.tile >= sk.split_tiles) {    // a whole tile, one of this CTA's own
+          epilogue(tc);
+        } else if (item.kb > 0) {             // a contributor: its partial sums to its slot
+          streamk_publish<MT, BN>(acc, ws, t, bar);
+        } else {                              // the owner: its contributors' sums added, then stored
+          if (item.ke < sk.nk) streamk_gather<MT, BN>(acc, ws, static_cast<int>(blockIdx.x) + 1, sk.last_cta(item.tile), t, bar);
+          store_acc<MT, BN>(acc, C, tc, cw * WM, M, N, rows_aligned, warp, lane);
+        }
+      }
+    } else {
+      for (int tile = tiles.first; tile < tiles.total; tile += tiles.step) {
+        const TileCoord tc = tiles.coord(tile);
+        mainloop(nk);
+        if constexpr (SPLITK > 1) {
+          if (nk == 0) {   // an empty k share (K < SPLITK k tiles) adds zeros, not the last tile's sums
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+              for (int i = 0; i < BN / 2; ++i) acc[mt][i] = 0.f;
+          }
+        }
+        fence_acc(acc);
+        if constexpr (SPLITK > 1) {
+          SplitK::reduce(acc, red, smem_u32(&red_full), smem_u32(&red_empty), rank, threadIdx.x - 128, red_phase);
+          red_phase ^= 1u;
+        }
+        epilogue(tc);
       }
     }
   }

@@ -1,0 +1,180 @@
+// Stream-K over the last partial wave (sm_90a): a persistent grid of G CTAs whose output tiles do not
+// divide into whole waves splits the remainder's k tiles evenly over the CTAs, so that no SM idles
+// through the last round. 2455 x 3840 x 7680 in 128 x 256 tiles is 300 tiles on 132 SMs: three rounds
+// for 2.27 rounds of work, and with the remainder split each CTA runs 2 whole tiles and 32.7 of the
+// 36 remaining tiles' 4320 k tiles. A problem with fewer tiles than CTAs is all remainder: its tiles'
+// k tiles are shared out as split-K would, but in any proportion, not in equal whole shares.
+//
+// The work of one CTA, in order:
+//   1. its share of the split tiles: the k-tile units [begin, end) of units = split_tiles x nk, laid
+//      out tile by tile (tile ids 0 .. split_tiles - 1 of the grouped order). A share starts with the
+//      tail of one tile (unless it starts on a tile boundary), may hold whole tiles, and ends with the
+//      head of another;
+//   2. whole tiles split_tiles + blockIdx.x, + G, ... (a multiple of G of them: every CTA as many).
+// A tile split over several CTAs is finished by its owner, the CTA that computed its first k tile: the
+// others (contributors) write their fp32 partial sums to a slot of the workspace and raise a flag; the
+// owner waits for the flags, adds the slots into its accumulators in CTA order (the result does not
+// depend on which CTA finishes first), clears the slots and flags, and stores the tile. A CTA holds
+// at most one contributor segment (only its share's first segment can start inside a tile), so a slot
+// per CTA does, and the owner's wait is short: its segment is the last of its share, its
+// contributors' the first of theirs. A contributor never waits, and the owner waits only on CTAs of
+// higher index, which a GPU launches no later; past ~1 s of waiting (a CTA kept off its SM by other
+// work) the owner traps, a crash rather than a hang.
+//
+// Workspace (the launch spec's `workspace: num_sms * (BM * BN * 4 + 8)`, `workspace_zero: kept`): G
+// slots of BM x BN floats, then G x CONSUMERS flags. A slot holds each consumer warpgroup's rows as
+// that warpgroup's threads hold them (float4 j of thread t at j * 128 + t), so the writes and the
+// owner's reads are coalesced and need no index arithmetic. The owner leaves every slot and flag it
+// read zero, so the workspace is filled once, when allocated.
+#pragma once
+
+#include <stdint.h>
+
+#include "scheduler.cuh"
+
+namespace hgemm {
+namespace sm90 {
+
+// One piece of a CTA's work: k tiles [kb, ke) of output tile `tile` (a whole tile: kb 0, ke nk).
+struct StreamKItem { int tile, kb, ke; };
+
+// Where a CTA is in its list of work.
+struct StreamKCursor { int unit, whole; };
+
+// The split of a grid's tiles: which tiles are shared out by k tile, and CTA `cta`'s part of them.
+// MAX_WAYS bounds the CTAs one tile is split over (each CTA beyond the first costs the owner a slot's
+// read); a tile is split no finer than MIN_UNITS k tiles a CTA. Host and device: the tests run it on
+// the host for every CTA of a grid.
+template <int MAX_WAYS>
+struct StreamKTiles {
+  static constexpr int MIN_UNITS = 4;
+  int total;        // output tiles (all batch entries)
+  int nk;           // k tiles of one output tile
+  int cta, ctas;    // this CTA, of a grid of `ctas`
+  int split_tiles;  // tiles 0 .. split_tiles - 1 are shared out by k tile
+  int split_ctas;   // over CTAs 0 .. split_ctas - 1
+  // 32-bit unit arithmetic: units < ctas x nk, and ctas x units < 2^31 for any K below ~7.9 M on 132 SMs
+  int units;        // split_tiles * nk
+  int begin, end;   // this CTA's units
+
+  __host__ __device__ __forceinline__ StreamKTiles(int total_tiles, int k_tiles, int cta_index, int grid_ctas)
+      : total(total_tiles), nk(k_tiles), cta(cta_index), ctas(grid_ctas) {
+    // the tiles past the last whole wave; none where they divide evenly or there is no K to share
+    split_tiles = nk == 0 ? 0 : (total < ctas ? total : total % ctas);
+    const int by_k = nk / MIN_UNITS;
+    const int ways = by_k < 1 ? 1 : (by_k < MAX_WAYS ? by_k : MAX_WAYS);
+    split_ctas = split_tiles * ways < ctas ? split_tiles * ways : ctas;
+    units = split_tiles * nk;
+    begin = cta < split_ctas ? first_unit(cta) : 0;
+    end = cta < split_ctas ? first_unit(cta + 1) : 0;
+  }
+  // The first unit of CTA c's share: an even split, the remainder spread one unit a CTA.
+  __host__ __device__ __forceinline__ int first_unit(int c) const { return c * units / split_ctas; }
+  // The CTA whose share holds unit u: the largest c with first_unit(c) <= u.
+  __host__ __device__ __forceinline__ int cta_of(int u) const { return ((u + 1) * split_ctas + units - 1) / units - 1; }
+  __host__ __device__ __forceinline__ StreamKCursor start() const { return {begin, split_tiles + cta}; }
+  // The next piece of work after `cur` into `item`; false when there is none.
+  __host__ __device__ __forceinline__ bool next(StreamKCursor& cur, StreamKItem& item) const {
+    if (cur.unit < end) {
+      const int tile = cur.unit / nk, tile_unit = tile * nk;
+      item = {tile, cur.unit - tile_unit, end - tile_unit < nk ? end - tile_unit : nk};
+      cur.unit = tile_unit + item.ke;
+      return true;
+    }
+    if (cur.whole < total) {
+      item = {cur.whole, 0, nk};
+      cur.whole += ctas;
+      return true;
+    }
+    return false;
+  }
+  // The last CTA with a share of split tile `tile` (its owner's contributors run to it).
+  __host__ __device__ __forceinline__ int last_cta(int tile) const { return cta_of((tile + 1) * nk - 1); }
+};
+
+// A barrier of `threads` threads (whole warps) under id `id` (1-15: 0 is __syncthreads'). The
+// non-aligned form: thread 0 arrives after a wait the rest of its warp does not take.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ unsigned int ld_acquire_gpu(const unsigned int* p) {
+  unsigned int v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release_gpu(unsigned int* p, unsigned int v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+
+// The workspace of a grid of G CTAs, as one consumer warpgroup (`cw` of CONSUMERS, WM rows of a BM x BN
+// tile) sees it: its rows of every CTA's slot, its flag of every CTA.
+template <int BM, int BN, int CONSUMERS>
+struct StreamKWorkspace {
+  static constexpr int kSlotFloats = BM * BN;
+  static constexpr int kPartFloats = BM / CONSUMERS * BN;   // one consumer warpgroup's rows of a slot
+  float* slots;
+  unsigned int* flags;
+  int cw;
+  __device__ __forceinline__ StreamKWorkspace(void* workspace, int consumer) : cw(consumer) {
+    slots = static_cast<float*>(workspace);
+    flags = reinterpret_cast<unsigned int*>(slots + static_cast<long long>(gridDim.x) * kSlotFloats);
+  }
+  __device__ __forceinline__ float4* part(int cta) const {
+    return reinterpret_cast<float4*>(slots + static_cast<long long>(cta) * kSlotFloats + cw * kPartFloats);
+  }
+  __device__ __forceinline__ unsigned int* flag(int cta) const { return flags + cta * CONSUMERS + cw; }
+};
+
+// A contributor's end of a segment: consumer thread t (of 128) writes its accumulators (the m64nBN
+// layout of wgmma.cuh, MT atoms) into this CTA's slot; once the whole warpgroup has (named barrier
+// `bar`), thread 0 raises the flag, releasing the writes at GPU scope.
+template <int MT, int BN, class Workspace>
+__device__ __forceinline__ void streamk_publish(const float (&acc)[MT][BN / 2], const Workspace& ws, int t, int bar) {
+  float4* dst = ws.part(static_cast<int>(blockIdx.x));
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+      __stcg(dst + (mt * (BN / 8) + j) * 128 + t,
+             make_float4(acc[mt][4 * j], acc[mt][4 * j + 1], acc[mt][4 * j + 2], acc[mt][4 * j + 3]));
+  __threadfence();
+  named_barrier_sync(bar, 128);
+  if (t == 0) st_release_gpu(ws.flag(static_cast<int>(blockIdx.x)), 1u);
+}
+
+// The owner's end: thread 0 waits for the flags of CTAs first .. last (acquire) and lowers them; after
+// the named barrier every thread adds those CTAs' slots into its accumulators, in CTA order, and clears
+// what it read.
+template <int MT, int BN, class Workspace>
+__device__ __forceinline__ void streamk_gather(float (&acc)[MT][BN / 2], const Workspace& ws, int first, int last, int t,
+                                               int bar) {
+  if (t == 0) {
+    const long long start = clock64();
+    for (int c = first; c <= last; ++c) {
+      while (ld_acquire_gpu(ws.flag(c)) == 0u) {
+        if (clock64() - start > (1LL << 31)) __trap();
+        __nanosleep(64);
+      }
+      *ws.flag(c) = 0u;
+    }
+  }
+  named_barrier_sync(bar, 128);
+  for (int c = first; c <= last; ++c) {
+    float4* src = ws.part(c);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        float4* p = src + (mt * (BN / 8) + j) * 128 + t;
+        const float4 v = __ldcg(p);
+        __stcg(p, make_float4(0.f, 0.f, 0.f, 0.f));
+        acc[mt][4 * j] += v.x;
+        acc[mt][4 * j + 1] += v.y;
+        acc[mt][4 * j + 2] += v.z;
+        acc[mt][4 * j + 3] += v.w;
+      }
+  }
+}
+
+}  // namespace sm90
+}  // namespace hgemm

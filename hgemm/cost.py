@@ -178,17 +178,17 @@ def features(params: dict, p: Problem) -> list[float]:
         partials = 8 * p.batch * p.M * p.N * split if split > 1 else 0
         readers, rows, cols = params["warps_m"] * params["warps_n"], bm // params["warps_m"], bn // params["warps_n"]
         misaligned = misaligned_rows(params, p)
+    staged = sum(4 * p.batch * (p.M * p.K if op == "A" else p.K * p.N)
+                 for op in (params.get("stage", "") if params.get("loader") == "staged" else ""))
+    barrier = float(params.get("loader") == "staged")
     if params.get("streamk"):  # the busiest CTA: its whole tiles, then its share of the split tiles' k tiles
         units, partials = streamk_work(params, tiles, _cdiv(p.K, bk), bm * bn)
         return [1.0, dram, partials, bm * bn * units * bk, tiles * (bm + bn) * k_share,
-                readers * (rows + cols) * units * bk, float(units), 0.0, 0.0, _cdiv(tiles, NUM_SMS) * bm * bn, 0.0]
+                readers * (rows + cols) * units * bk, float(units), staged, 0.0, _cdiv(tiles, NUM_SMS) * bm * bn, barrier]
     waves = _cdiv(tiles * split, at_once)
-    staged = sum(4 * p.batch * (p.M * p.K if op == "A" else p.K * p.N)
-                 for op in (params.get("stage", "") if params.get("loader") == "staged" else ""))
     return [1.0, dram, partials, waves * per_sm * bm * bn * k_share, tiles * split * (bm + bn) * k_share,
             waves * per_sm * readers * (rows + cols) * k_share, waves * k_share / bk, staged,
-            waves * per_sm * (bm * misaligned[0] + bn * misaligned[1]) * k_share, waves * per_sm * bm * bn,
-            float(params.get("loader") == "staged")]
+            waves * per_sm * (bm * misaligned[0] + bn * misaligned[1]) * k_share, waves * per_sm * bm * bn, barrier]
 
 
 def streamk_work(params: dict, tiles: int, nk: int, tile_elems: int) -> tuple[int, float]:

@@ -85,20 +85,20 @@ def estimate(params: dict, problem: Problem) -> float:
     split = params.get("split_k", 1)
     ctas = _cdiv(problem.M, bm) * _cdiv(problem.N, bn) * problem.batch * split
     intensity = (bm * bn / (bm + bn)) / (128 * 256 / 384)
+    # A staged wgmma kernel first copies the operands TMA refuses, ~10% of the kernel's time for each
+    # (at 4096^3: 22 us over the plain kernel's 203, for A or B alone; benchmarks/misaligned_loaders/).
+    # Without this, copying both ranks level with copying the one that needs it, and the list order
+    # picks the former.
+    staged = 1 + 0.1 * len(params.get("stage", "")) if params.get("loader") == "staged" else 1
     if params.get("streamk"):   # the busiest CTA's k tiles (whole waves and a share of the rest), the partials
         units, partial_bytes = streamk_work(params, ctas, _cdiv(problem.K, 64), bm * bn)
-        return bm * bn * units * 64 / min(1.0, intensity) + partial_bytes / 3
+        return bm * bn * units * 64 / min(1.0, intensity) * staged + partial_bytes / 3
     slots = NUM_SMS * max(1, params.get("min_blocks", 1))
     if "consumers" in params:   # wgmma: one CTA an SM, clusters of cluster x split_k CTAs within a GPC
         slots = CLUSTER_CTAS_AT_ONCE[params.get("cluster", 1) * split]
     waves = _cdiv(ctas, slots)
     work = bm * bn * _cdiv(problem.K, split) / max(1, params.get("min_blocks", 1))
-    cost = waves * work / min(1.0, intensity)
-    # A staged wgmma kernel first copies the operands TMA refuses, ~10% of the kernel's time for each
-    # (at 4096^3: 22 us over the plain kernel's 203, for A or B alone; benchmarks/misaligned_loaders/).
-    # Without this, copying both ranks level with copying the one that needs it, and the list order
-    # picks the former.
-    cost *= 1 + 0.1 * len(params.get("stage", "")) if params.get("loader") == "staged" else 1
+    cost = waves * work / min(1.0, intensity) * staged
     # 2-CTA clusters that multicast B (wgmma `cluster: 2`) measured 1.16-1.44x the same tile where an
     # operand's rows are 16-byte but not 128-byte multiples (4096x4104x4104, 8192x8200x8200), and
     # 0.94-1.01x elsewhere (benchmarks/cluster/): first on the former, after the plain tile
@@ -108,8 +108,13 @@ def estimate(params: dict, problem: Problem) -> float:
     return cost + (split - 1) * bm * bn * 4  # split-K reduction traffic
 
 
+def _split(params: dict) -> bool:
+    """A kernel that splits a tile's K over CTAs: cluster split-K or stream-K."""
+    return params.get("split_k", 1) > 1 or bool(params.get("streamk"))
+
+
 def _staged_split(params: dict) -> bool:
-    return params.get("loader") == "staged" and params.get("split_k", 1) > 1
+    return params.get("loader") == "staged" and _split(params)
 
 
 def _pitch_off_128_bytes(problem: Problem) -> bool:
@@ -139,8 +144,8 @@ def shortlist(problem: Problem, tiles_per_family: int = DEFAULT_TILES, stages_pe
         # A staged split-K kernel pays the operand copies on a mainloop a fraction as long as an unsplit
         # kernel's, which the estimate (a tenth of the time a copy, from unsplit kernels) cannot see:
         # it is timed beside the best unsplit tile, not in its place.
-        if any(_staged_split(ps[0]) for ps in picked) and all(ps[0].get("split_k", 1) > 1 for ps in picked):
-            picked += [ps for ps in ranked if ps[0].get("split_k", 1) == 1][:1]
+        if any(_staged_split(ps[0]) for ps in picked) and all(_split(ps[0]) for ps in picked):
+            picked += [ps for ps in ranked if not _split(ps[0])][:1]
         for ps in sorted(picked, key=ranked.index):
             ps = sorted(ps, key=lambda p: -max(p.get(k, 0) for k in DEPTH))[:stages_per_tile]
             chosen += [(fam.name(p), fam.render(p)) for p in ps]

@@ -1319,6 +1319,48 @@ int main(int argc, char** argv) {
             assert streamk_work({"streamk": wgmma.STREAMK_WAYS}, total, nk, 1)[0] == busiest, (total, nk)
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+def test_wgmma_streamk_slots_follow_the_staged_copies(tmp_path):
+    """streamk behind the staged loader: the kernel puts its slots and flags at staged_workspace_end
+    (hgemm/staged_loader.cuh, compiled for the host here), right after the copies the harness's tensor
+    maps describe (hgemm.params.staged_operands) and the barrier's counters, and the spec's workspace
+    holds the slots and flags of num_sms CTAs after them."""
+    from hgemm.params import staged_operands
+
+    prog = tmp_path / "ends.cu"
+    prog.write_text("""#include <cstdio>
+#include <cstdlib>
+#include <hgemm/staged_loader.cuh>
+using namespace hgemm::sm90;
+int main(int argc, char** argv) {
+  const int M = atoi(argv[1]), N = atoi(argv[2]), K = atoi(argv[3]), batch = atoi(argv[4]);
+  const bool tn = atoi(argv[5]);
+  printf("%lld %lld %lld\\n", tn ? staged_workspace_end<true, true, true>(M, N, K, batch) : staged_workspace_end<true, true, false>(M, N, K, batch),
+         tn ? staged_workspace_end<true, false, true>(M, N, K, batch) : staged_workspace_end<true, false, false>(M, N, K, batch),
+         tn ? staged_workspace_end<false, true, true>(M, N, K, batch) : staged_workspace_end<false, true, false>(M, N, K, batch));
+  return 0;
+}
+""")
+    exe = tmp_path / "ends"
+    subprocess.run([NVCC, "-std=c++17", "-I", str(INCLUDE_DIR), "-o", str(exe), str(prog)], check=True, capture_output=True,
+                   timeout=300)
+    variants = [v for v in wgmma.variants() if v.get("streamk") and v.get("loader") == "staged"]
+    assert {v["stage"] for v in variants} == {"AB", "A", "B"}
+    for M, N, K, batch in [(1000, 1000, 1001, 1), (128, 517, 7616, 1), (130, 136, 4097, 3), (5, 11, 13, 2)]:
+        for layout in ("NN", "TN"):
+            problem = Problem(M, N, K, batch, layout)
+            ends = subprocess.run([str(exe), str(M), str(N), str(K), str(batch), str(int(layout == "TN"))], check=True,
+                                  capture_output=True, text=True, timeout=60).stdout.split()
+            kernel_end = dict(zip(("AB", "A", "B"), map(int, ends)))
+            env = problem.variables() | {"num_sms": 132}
+            for v in variants:
+                spec = parse_candidate(wgmma.render(v)).spec
+                copies = max(c.end for c in staged_operands(spec, problem))
+                assert kernel_end[v["stage"]] == copies + 1024, (wgmma.name(v), problem.key)
+                # (the spec sizes B's copy for either layout, the larger: room to spare in one of them)
+                assert spec.workspace(env) >= copies + 1024 + 132 * (v["bm"] * v["bn"] * 4 + 8)
+
+
 def test_every_family_render_fits_its_template_and_a_mixed_one_is_named():
     from kernels_corpus.families import all_variants
     from kernels_corpus.families.consistency import mismatch

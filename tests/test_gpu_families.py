@@ -192,17 +192,23 @@ def test_mma_sync_split_variants_verify_on_the_shapes_they_serve(layout):
 
 # Stream-K's own shapes: a part-filled last wave with a K tail (160 tiles of 128 x 256 on 132 SMs), few
 # tiles and a long K (each tile split 8 ways, contributors in the middle of a tile), ragged edges, batch,
-# and K of one k tile or less, where nothing is split.
+# and K of one k tile or less, where nothing is split; then pitches TMA refuses (odd K, odd N), for the
+# variants behind the staged loader. Each variant runs on every shape its tensor maps can describe.
 STREAMK = [Problem(2000, 2432, 1000), Problem(128, 512, 7616), Problem(200, 136, 5000), Problem(130, 136, 4096, 3),
-           Problem(4097, 72, 264), Problem(1000, 1000, 64), Problem(64, 264, 8)]
+           Problem(4097, 72, 264), Problem(1000, 1000, 64), Problem(64, 264, 8), Problem(1000, 1000, 1001),
+           Problem(200, 136, 5001), Problem(2000, 2431, 1000), Problem(128, 517, 7616), Problem(130, 136, 4097, 3)]
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
 def test_wgmma_streamk_variants_verify_on_the_shapes_they_serve(layout):
     """Every stream-K variant verifies (the harness also holds it to leaving its workspace zero)."""
+    from hgemm.candidate import parse_candidate
+    from hgemm.library import tma_compatible
     from kernels_corpus.families import wgmma
 
     variants = [v for v in wgmma.variants() if v.get("streamk")]
-    problems = [[Problem(p.M, p.N, p.K, p.batch, layout) for p in STREAMK]] * len(variants)
-    assert len(variants) == len(wgmma.STREAMK_TILES)
+    shapes = [Problem(p.M, p.N, p.K, p.batch, layout) for p in STREAMK]
+    problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]
+    assert len(variants) == len(wgmma.STREAMK_TILES) + 3 * len(wgmma.STREAMK_STAGED_TILES)
+    assert all(len(ps) >= 4 for ps in problems)
     assert not failures_on_own_shapes(wgmma, variants, problems)

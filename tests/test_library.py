@@ -121,13 +121,16 @@ def test_tune_shortlist_prefers_one_copy_and_fuller_last_waves():
     assert any("_cl2" in n for n in wgmma_names(Problem(4096, 4104, 4104), 2))
     assert "_cl2" in wgmma_names(Problem(4096, 4096, 4104, layout="TN"), 2)[0]
     assert not any("_cl2" in n for n in wgmma_names(Problem(4096, 4096, 4096), 2))
-    # few tiles, a long K and a row pitch TMA refuses: a staged split-K kernel, timed beside the best
-    # unsplit staged one (the estimate cannot price copies against a split mainloop); the split one
-    # copies only A
+    # few tiles, a long K and a row pitch TMA refuses: a staged kernel that splits K (cluster split-K or
+    # stream-K), timed beside the best unsplit staged one (the estimate cannot price copies against a
+    # split mainloop); the split one copies only A
+    def splits(name):
+        return "_sk" in name or "_stk" in name
+
     few = wgmma_names(Problem(1024, 512, 12289), 1)
-    assert any("_sk" in n and n.endswith("_stagedA") for n in few), few
-    assert any("_sk" not in n and "_staged" in n for n in few), few
-    assert not any("_staged" in n and "_sk" in n for n in wgmma_names(Problem(4096, 4096, 4095), 1))
+    assert any(splits(n) and n.endswith("_stagedA") for n in few), few
+    assert any(not splits(n) and "_staged" in n for n in few), few
+    assert not any("_staged" in n and splits(n) for n in wgmma_names(Problem(4096, 4096, 4095), 1))
 
 
 def test_tune_shortlist_times_a_skinny_tile_at_both_depths_of_loads_in_flight():

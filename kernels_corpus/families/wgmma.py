@@ -109,6 +109,11 @@ def staged_split_clusters(split: int) -> str:
 # benchmarks/search_headroom/; shared out, each CTA runs 2.27 tiles' worth and a partial sum or two.
 # Few tiles and a long K are all remainder: split-K in any proportion, not in whole equal shares.
 STREAMK_TILES = [(128, 256, 2), (128, 192, 2), (128, 128, 2), (128, 128, 1), (128, 64, 1), (64, 128, 1), (64, 64, 1)]
+# Behind the staged loader, for the pitches TMA refuses (odd K, or odd N in NN: TN nn.Linear shapes with
+# an odd dimension among them): the one-consumer 128 x 128 tile, copying both operands or either one. The
+# two-consumer tiles spill there (8 bytes: ptxas keeps the copy loop's 64-bit thread index through the
+# kernel at their 168 registers), so they are left out.
+STREAMK_STAGED_TILES = [(128, 128, 1)]
 STREAMK_WAYS = 8
 STREAMK_MIN_UNITS = 4   # StreamKTiles::MIN_UNITS in hgemm/streamk.cuh
 _G = dict(group_m=8, epilogue="smem")
@@ -155,7 +160,7 @@ def _valid(p: dict) -> bool:
         and _cluster(p) in (1, 2)
         and _split(p) in SPLITS + (1,)
         and (_split(p) == 1 or (_cluster(p) == 1 and not _epilogue_smem(p)))
-        and (not _streamk(p) or (_split(p) == 1 and _cluster(p) == 1 and not _staged(p)))
+        and (not _streamk(p) or (_split(p) == 1 and _cluster(p) == 1))
     )
 
 
@@ -195,6 +200,9 @@ def variants() -> list[dict]:
                                         loader="staged", stage=ops), 1)
     for bm, bn, c in STREAMK_TILES:
         out += _deepest(lambda st: dict(bm=bm, bn=bn, consumers=c, stages=st, streamk=STREAMK_WAYS, **_G), 1)
+    for (bm, bn, c), ops in itertools.product(STREAMK_STAGED_TILES, ("AB", "A", "B")):
+        out += _deepest(lambda st: dict(bm=bm, bn=bn, consumers=c, stages=st, streamk=STREAMK_WAYS, loader="staged",
+                                        stage=ops, **_G), 1)
     return out
 
 
@@ -293,7 +301,8 @@ def spec_text(p: dict) -> str:
               "B": f"round_up(batch * max(K * round_up(N, {STAGED_PITCH}), N * round_up(K, {STAGED_PITCH})) * 2, 1024)"}
     workspace = " + ".join([copies[op] for op in ops] + ["1024"]) if ops else "0"
     if _streamk(p):  # a CTA's slot of fp32 partial sums, then its consumers' flags (hgemm/streamk.cuh)
-        workspace = f"num_sms * {p['bm'] * p['bn'] * 4 + 8}"
+        slots = f"num_sms * {p['bm'] * p['bn'] * 4 + 8}"
+        workspace = f"{workspace} + {slots}" if ops else slots
     return "\n".join([
         "/*@launch",
         f"entry: {name(p)}",

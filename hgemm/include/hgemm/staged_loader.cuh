@@ -140,5 +140,14 @@ __device__ __forceinline__ void stage_operands(const __half* A, const __half* B,
   staged_grid_barrier(reinterpret_cast<unsigned int*>(ws + end));
 }
 
+// The workspace bytes the copies and the grid barrier's counters take (the spec's copies + 1024): what
+// a kernel keeps there besides starts after them.
+constexpr long long kStagedCounterBytes = 1024;
+template <bool STAGE_A, bool STAGE_B, bool TN>
+__host__ __device__ __forceinline__ long long staged_workspace_end(int M, int N, int K, int batch) {
+  return (STAGE_A ? staged_end(static_cast<long long>(batch) * M, K) : 0)
+         + (STAGE_B ? staged_end(static_cast<long long>(batch) * (TN ? N : K), TN ? K : N) : 0) + kStagedCounterBytes;
+}
+
 }  // namespace sm90
 }  // namespace hgemm

@@ -21,8 +21,9 @@
 // higher index, which a GPU launches no later; past ~1 s of waiting (a CTA kept off its SM by other
 // work) the owner traps, a crash rather than a hang.
 //
-// Workspace (the launch spec's `workspace: num_sms * (BM * BN * 4 + 8)`, `workspace_zero: kept`): G
-// slots of BM x BN floats, then G x CONSUMERS flags. A slot holds each consumer warpgroup's rows as
+// Workspace (the launch spec's `workspace: num_sms * (BM * BN * 4 + 8)`, after the staged copies and
+// their counters with a staged loader; `workspace_zero: kept`): G slots of BM x BN floats, then
+// G x CONSUMERS flags. A slot holds each consumer warpgroup's rows as
 // that warpgroup's threads hold them (float4 j of thread t at j * 128 + t), so the writes and the
 // owner's reads are coalesced and need no index arithmetic. The owner leaves every slot and flag it
 // read zero, so the workspace is filled once, when allocated.

@@ -31,7 +31,8 @@
 //             shared out by k tile over the grid, each finished by the CTA that computed its first k
 //             tile from its peers' partial sums in the workspace (streamk.cuh); for problems whose
 //             tiles leave the last round part-idle, and those with fewer tiles than SMs. The grid is
-//             num_sms CTAs, the loader TMA, no cluster; tiles that are split are stored from registers.
+//             num_sms CTAs, no cluster; tiles that are split are stored from registers. With a staged
+//             loader the slots follow the copies and the barrier's counters in the workspace.
 //   TN        the B layout (defaults to the one the harness compiles for: -DHGEMM_LAYOUT_TN).
 //
 // With two consumer warpgroups the producer gives registers back and the consumers take them
@@ -103,7 +104,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   constexpr bool kParked = EPILOGUE == Epilogue::smem;
   static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
   static_assert(SPLITK == 1 || (CLUSTER == 1 && !kParked), "cluster split-K: no multicast, the register epilogue");
-  static_assert(STREAMK == 0 || (CLUSTER == 1 && SPLITK == 1 && LOADER == Loader::tma), "stream-K: TMA, no cluster");
+  static_assert(STREAMK == 0 || (CLUSTER == 1 && SPLITK == 1), "stream-K: no cluster");
   constexpr bool kClustered = CLUSTER > 1 || SPLITK > 1;
   const int M = args.M, N = args.N, K = args.K;
   __half* const C = args.C;
@@ -269,7 +270,14 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
     };
     if constexpr (STREAMK > 0) {
       const StreamKTiles<STREAMK> sk(tiles.total, nk, blockIdx.x, gridDim.x);   // this CTA's work (streamk.cuh)
-      const StreamKWorkspace<BM, BN, CONSUMERS> ws(args.workspace, cw);
+      // the slots and flags, after the staged copies and their barrier's counters where there are some;
+      // made where a segment ends rather than held in registers through the mainloop
+      auto workspace = [&]() {
+        char* base = static_cast<char*>(args.workspace);
+        if constexpr (LOADER != Loader::tma)
+          base += staged_workspace_end<LOADER != Loader::staged_b, LOADER != Loader::staged_a, TN>(M, N, K, args.batch);
+        return StreamKWorkspace<BM, BN, CONSUMERS>(base, cw);
+      };
       const int t = threadIdx.x % 128, bar = 1 + cw;   // a named barrier a consumer warpgroup
       const bool rows_aligned = N % 2 == 0 && reinterpret_cast<uintptr_t>(C) % 4 == 0;
       StreamKCursor cur = sk.start();
@@ -280,9 +288,10 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         if (item.tile >= sk.split_tiles) {    // a whole tile, one of this CTA's own
           epilogue(tc);
         } else if (item.kb > 0) {             // a contributor: its partial sums to its slot
-          streamk_publish<MT, BN>(acc, ws, t, bar);
+          streamk_publish<MT, BN>(acc, workspace(), t, bar);
         } else {                              // the owner: its contributors' sums added, then stored
-          if (item.ke < sk.nk) streamk_gather<MT, BN>(acc, ws, static_cast<int>(blockIdx.x) + 1, sk.last_cta(item.tile), t, bar);
+          if (item.ke < sk.nk)
+            streamk_gather<MT, BN>(acc, workspace(), static_cast<int>(blockIdx.x) + 1, sk.last_cta(item.tile), t, bar);
           store_acc<MT, BN>(acc, C, tc, cw * WM, M, N, rows_aligned, warp, lane);
         }
       }

@@ -16,7 +16,12 @@ length of both texts. The results are JSON plus a short markdown summary:
         --out benchmarks/headers/equivalence_wgmma.json
 
 --old-path DIR takes the old family package from a folder instead of a revision (a copy of
-kernels_corpus/families/). --tokenizer DIR counts tokens with a trained tokenizer (stages.tokenizer's
+kernels_corpus/families/). --old-headers compiles the old renders against hgemm/include as it was at
+--old-rev too, which judges a change of the headers themselves (with --only to leave out variants the
+old revision did not have):
+
+    python -m benchmarks.header_equivalence --family wgmma --old-rev REV --old-headers --only '^(?!.*_stk)' \
+        --out FILE.json --tokenizer DIR counts tokens with a trained tokenizer (stages.tokenizer's
 output); GPT-2 byte-level pre-tokens (kernels_corpus.build.token_counter, a lower bound on any
 byte-level BPE) and bytes (an upper bound) are recorded as well.
 """
@@ -79,13 +84,20 @@ def load_old_families(rev: str | None, path: str | None, family: str, scratch: P
         sys.path.remove(str(scratch))
 
 
-def compile_cold(text: str, entry: str, layout: str, workdir: Path) -> dict:
+def old_headers(rev: str, scratch: Path) -> Path:
+    """hgemm/include as it was at `rev`, extracted under scratch; the folder to pass as -I."""
+    archive = subprocess.run(["git", "archive", rev, "hgemm/include"], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(scratch)], input=archive, check=True)
+    return scratch / "hgemm" / "include"
+
+
+def compile_cold(text: str, entry: str, layout: str, workdir: Path, include: Path = INCLUDE) -> dict:
     """One cold nvcc run with the harness's flags (hgemm.compile) plus the include directory: the
     cubin path, the ptxas resources, wall and CPU seconds of the nvcc process tree."""
     workdir.mkdir(parents=True, exist_ok=True)
     src, cubin = workdir / "kernel.cu", workdir / "kernel.cubin"
     src.write_text(text)
-    flags = [*BASE_FLAGS, gencode(ARCH), "-Xptxas", "-v", "-I", str(INCLUDE)]
+    flags = [*BASE_FLAGS, gencode(ARCH), "-Xptxas", "-v", "-I", str(include)]
     if layout == "TN":
         flags.append("-DHGEMM_LAYOUT_TN")
     log_path = workdir / "nvcc.log"
@@ -164,7 +176,7 @@ def compare(old: dict, new: dict, entry: str) -> dict:
 def run_one(job: dict, scratch: Path) -> dict:
     name, layout = job["name"], job["layout"]
     work = scratch / f"{name}_{layout}_{abs(hash(job['old_source']))}"
-    old = compile_cold(job["old_text"], name, layout, work / "old")
+    old = compile_cold(job["old_text"], name, layout, work / "old", job.get("old_include", INCLUDE))
     new = compile_cold(job["new_text"], name, layout, work / "new")
     row = {"variant": name, "layout": layout, "old_source": job["old_source"], "compiled_old": old["ok"],
            "compiled_new": new["ok"]}
@@ -189,11 +201,16 @@ def summary_markdown(result: dict) -> str:
     cpus = [r["compile_cpu_s_new"] for r in rows]
     old_walls = [r["compile_wall_s_old"] for r in rows]
     toks = result["tokens"]
+    # against the renders of another revision's family module: its raw-CUDA texts, or (old_headers) its
+    # header renders compiled against its own headers
+    old, new = ("old", "new") if result.get("old_headers") else ("raw", "header")
+    title = (f"the renders and headers at `{result['old']}`" if result.get("old_headers") else "raw-CUDA renders")
     lines = [
-        f"# Header renders against raw-CUDA renders: {result['family']}",
+        f"# Header renders against {title}: {result['family']}",
         "",
         f"`{result['command']}`; nvcc {result['env']['nvcc']}, `{' '.join(result['flags'])}` "
-        f"(+ `-DHGEMM_LAYOUT_TN` for TN), old render from `{result['old']}`.",
+        f"(+ `-DHGEMM_LAYOUT_TN` for TN), old render from `{result['old']}`"
+        + (", compiled against its headers." if result.get("old_headers") else "."),
         "",
         f"- SASS identical (addresses, encodings and symbols normalised): **{same} of {len(rows)}** instantiations "
         f"({len(result['variants'])} variants x their layouts); the same instruction words, scheduling control "
@@ -201,9 +218,9 @@ def summary_markdown(result: dict) -> str:
         f"- ptxas resources (registers, static smem, spills, stack, barriers) identical: {regs} of {len(rows)}; "
         f"spills in the header renders: {sum(bool(r['spills_new']) for r in rows)}.",
         f"- Cold compile of one instantiation (one nvcc process, {result['jobs']} at a time on "
-        f"{result['cpus']} cores): header render {min(walls):.2f}-{max(walls):.2f} s wall, "
-        f"{min(cpus):.2f}-{max(cpus):.2f} s CPU; raw render {min(old_walls):.2f}-{max(old_walls):.2f} s wall.",
-        f"- Render length ({result['token_unit']}): raw {toks['old_min']}-{toks['old_max']}, header "
+        f"{result['cpus']} cores): {new} render {min(walls):.2f}-{max(walls):.2f} s wall, "
+        f"{min(cpus):.2f}-{max(cpus):.2f} s CPU; {old} render {min(old_walls):.2f}-{max(old_walls):.2f} s wall.",
+        f"- Render length ({result['token_unit']}): {old} {toks['old_min']}-{toks['old_max']}, {new} "
         f"{toks['new_min']}-{toks['new_max']}; at most {toks['old_pretokens_max']} and {toks['new_pretokens_max']} "
         f"GPT-2 pre-tokens, {toks['old_bytes_max']} and {toks['new_bytes_max']} bytes.",
     ]
@@ -245,6 +262,8 @@ def main() -> None:
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--old-rev", default="main", help="git revision holding the raw-CUDA family (default main)")
     src.add_argument("--old-path", help="a folder holding the old kernels_corpus/families/*.py instead")
+    ap.add_argument("--old-headers", action="store_true",
+                    help="compile the old renders against hgemm/include at --old-rev (a change of the headers)")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="compiles at a time")
     ap.add_argument("--tokenizer", default=None, help="a trained tokenizer folder (default: GPT-2 pre-tokens)")
     ap.add_argument("--only", default=None, help="a regex: only variants whose names match")
@@ -264,6 +283,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="hgemm-equiv-") as tmp:
         scratch = Path(tmp)
         old_fam = load_old_families(None if args.old_path else args.old_rev, args.old_path, args.family, scratch)
+        if args.old_headers and args.old_path:
+            sys.exit("--old-headers takes the headers at --old-rev, not beside --old-path")
+        old_include = old_headers(args.old_rev, scratch) if args.old_headers else INCLUDE
         variants = new_fam.variants()
         names = {new_fam.name(p) for p in variants}
         for attr in args.extra:
@@ -286,7 +308,7 @@ def main() -> None:
                             "spec_identical": old_spec == new_spec}
             for layout in new_spec.layouts:
                 jobs.append({"name": name, "layout": layout, "old_text": old_text, "new_text": new_text,
-                             "old_source": f"render at {args.old_path or args.old_rev}"})
+                             "old_source": f"render at {args.old_path or args.old_rev}", "old_include": old_include})
         if args.library:
             by_name = {new_fam.name(p): p for p in variants}
             for f in sorted(Path(args.library, "kernels").glob("*.cu")):
@@ -310,7 +332,8 @@ def main() -> None:
            "new_bytes_max": max(t["new_bytes"] for t in tokens.values()),
            "old_pretokens_max": max(t["old_pretokens"] for t in tokens.values()),
            "new_pretokens_max": max(t["new_pretokens"] for t in tokens.values())}
-    result = {"command": "python -m benchmarks.header_equivalence " + " ".join(sys.argv[1:]), "family": args.family, "old": args.old_path or args.old_rev, "jobs": args.jobs, "cpus": os.cpu_count(),
+    result = {"command": "python -m benchmarks.header_equivalence " + " ".join(sys.argv[1:]), "family": args.family,
+              "old": args.old_path or args.old_rev, "old_headers": args.old_headers, "jobs": args.jobs, "cpus": os.cpu_count(),
               "flags": [*BASE_FLAGS, gencode(ARCH), "-Xptxas", "-v", "-I", "hgemm/include"], "token_unit": unit,
               "pretoken_unit": pre_unit,
               "env": environment(None), "seconds": round(elapsed, 1), "variants": [new_fam.name(p) for p in variants],

@@ -157,8 +157,8 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
       tma_prefetch(args.tmap_a);
       tma_prefetch(args.tmap_b);
       RingPos<STAGES> pos;
-      // k tiles [kt_begin, kt_end) of tile tc into the ring
-      auto load = [&](const TileCoord& tc, int kt_begin, int kt_end) {
+      // `count` k tiles of tile tc from k tile `first` into the ring
+      auto load = [&](const TileCoord& tc, int first, int count) {
         // B boxes holding at least one column < N. Boxes wholly past N are skipped (and not counted
         // in expect_tx): their smem keeps stale data that only reaches accumulator columns >= N,
         // which the epilogue never stores. A boxes always hold >= 1 valid row (m0 < M).
@@ -167,7 +167,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         // compute on stale smem and store nothing) but still receives, and multicasts, B boxes.
         const bool has_a = tc.m0 < M;
         const uint32_t bytes = (has_a ? A_BYTES : 0) + nbox * kBoxBytes;
-        for (int kt = kt_begin; kt < kt_end; ++kt) {
+        for (int kt = first; kt < first + count; ++kt) {
           // Wait until the consumers released this stage's previous use (round r - 1); the first
           // round waits on parity 1, which a fresh barrier reports as complete.
           mbar_wait(smem_u32(&empty_bar[pos.stage]), pos.phase ^ 1u);
@@ -192,9 +192,9 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
       if constexpr (STREAMK > 0) {
         const StreamKTiles<STREAMK> sk(tiles.total, nk, blockIdx.x, gridDim.x);   // this CTA's work (streamk.cuh)
         StreamKCursor cur = sk.start();
-        for (StreamKItem item; sk.next(cur, item);) load(tiles.coord(item.tile), item.kb, item.ke);
+        for (StreamKItem item; sk.next(cur, item);) load(tiles.coord(item.tile), item.kb, item.ke - item.kb);
       } else {
-        for (int tile = tiles.first; tile < tiles.total; tile += tiles.step) load(tiles.coord(tile), kt0, kt0 + nk);
+        for (int tile = tiles.first; tile < tiles.total; tile += tiles.step) load(tiles.coord(tile), kt0, nk);
       }
       // Drain: wait until the consumers have released every stage, so no TMA write or barrier
       // update is outstanding when this thread leaves.

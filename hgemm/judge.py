@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .candidate import GEMM_VARIABLES, code_identity
 from .entry import STATUSES, EvalOptions, compile_entry
-from .pool import EvaluationPool, visible_gpus
+from .pool import VERIFY_TIMEOUT_S, EvaluationPool, visible_gpus
 from .problem import Problem, TaskProblem
 
 
@@ -44,7 +44,7 @@ def _variables(problem) -> tuple[str, ...]:
 
 class KernelJudge:
     def __init__(self, options: EvalOptions | None = None, gpu: bool | None = None, arch: str | None = None,
-                 verify_timeout_s: float = 60.0, timing_timeout_s: float | None = None, compile_workers: int | None = None,
+                 verify_timeout_s: float = VERIFY_TIMEOUT_S, timing_timeout_s: float | None = None, compile_workers: int | None = None,
                  gpus: list[int] | None = None):
         self.options = options or EvalOptions()
         self.gpu = bool(visible_gpus()) if gpu is None else gpu

@@ -140,9 +140,13 @@ class _Worker:
     exiting: bool = False  # reported a harness error, after which the worker process ends: no new job
 
 
+# a candidate silent this long while it is verified is a hang (`timeout`)
+VERIFY_TIMEOUT_S = 60.0
+
+
 class EvaluationPool:
     def __init__(self, options: EvalOptions | None = None, gpus: list[int] | None = None,
-                 verify_timeout_s: float = 60.0, timing_timeout_s: float | None = None, start_timeout_s: float = 180.0):
+                 verify_timeout_s: float = VERIFY_TIMEOUT_S, timing_timeout_s: float | None = None, start_timeout_s: float = 180.0):
         self.options = options or EvalOptions()
         if timing_timeout_s is None:
             # silence while timing: every batch says "alive", so 120 s is a hang; torch.compile's

@@ -23,11 +23,12 @@ for header in .ab/*.cuh; do cp "$header" "hgemm/include/hgemm/$(basename "$heade
 timeout 240 python3 -m hgemm.cli bench --kernels "$kernels" --grid "$grid" --out "$OUT/other.json" > "$OUT/other.log" 2>&1
 echo "the other headers: rc $?"
 python3 - "$OUT/working.json" "$OUT/other.json" <<'PY'
-import json, math, sys
+import json, sys
+from hgemm.summary import geomean
 runs = [{(r["problem"]["M"], r["problem"]["N"], r["problem"]["K"], r["problem"]["batch"], r["problem"]["layout"], n): c["time_us"]
          for r in json.load(open(path))["problems"] for n, c in r["candidates"].items() if c.get("status") == "ok"}
         for path in sys.argv[1:]]
 ratios = [runs[1][k] / runs[0][k] for k in runs[0] if k in runs[1]]
-print(f"{len(ratios)} kernel-shape pairs: other / working time, geomean {math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}, "
+print(f"{len(ratios)} kernel-shape pairs: other / working time, geomean {geomean(ratios):.3f}, "
       f"range {min(ratios):.3f}-{max(ratios):.3f}")
 PY

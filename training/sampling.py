@@ -19,6 +19,7 @@ from hgemm.candidate import SpecError, parse_candidate
 from hgemm.compile import compile_candidate
 from hgemm.entry import EvalOptions
 from hgemm.judge import KernelJudge
+from hgemm.pool import VERIFY_TIMEOUT_S
 from hgemm.problem import Problem
 from training.model import encode_prompt, stop_token_ids
 from training.prompts import completion_to_candidate, format_problem_prompt
@@ -91,7 +92,7 @@ def check_candidates(
     arch: str | None = None,
     workers: int | None = None,
     verify: bool | None = None,
-    verify_timeout_s: float = 60.0,
+    verify_timeout_s: float = VERIFY_TIMEOUT_S,
 ) -> tuple[list[CandidateCheck], dict]:
     """Parse and compile each (problem, completion), and verify the compiled ones on the GPU (verify=None:
     when one is visible; a candidate silent verify_timeout_s in verification is a `timeout`); returns the
@@ -187,7 +188,7 @@ def sample_and_check(
     compile: bool = True,
     arch: str | None = None,
     prompt_arch: str = "sm_90a",
-    verify_timeout_s: float = 60.0,
+    verify_timeout_s: float = VERIFY_TIMEOUT_S,
 ) -> tuple[list[dict], dict]:
     """num_samples completions spread round-robin over problems, then checked; (records, summary).
     verify_timeout_s: a candidate silent that long in verification is a `timeout` (hgemm.judge)."""

@@ -1,0 +1,120 @@
+"""Where a stream-K kernel's time goes: each variant beside its whole-tile twin on one shape, timed
+with the L2 warm (the same inputs every launch) and cold (a 256 MB write between launches), at the
+spec's grid and at smaller ones (the kernel's split follows gridDim, so any grid is correct).
+
+    python benchmarks/streamk/profile.py 4096x4096x14336@wgmma_128x256x64_c2_s3_g8_stk8_es ... \
+        [--grids 132,120] [--out OUT.json]
+    ncu --clock-control none --profile-from-start off ... python benchmarks/streamk/profile.py ... --ncu
+
+With --ncu every kernel is launched once between cudaProfilerStart and Stop (after a warm-up), so
+Nsight Compute's counters cover exactly the kernels named. A shape is MxNxK[xBATCH][:TN].
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+
+from hgemm.candidate import parse_candidate
+from hgemm.entry import compile_entry
+from hgemm.evaluate import GemmEvaluator
+from hgemm.params import gemm_param_buffer
+from hgemm.problem import Problem
+from hgemm.verify import check_output, reference
+from kernels_corpus.families import wgmma
+
+REPS = 20
+
+
+def parse_shape(text: str) -> Problem:
+    dims, _, layout = text.partition(":")
+    m, n, k, *b = (int(x) for x in dims.split("x"))
+    return Problem(m, n, k, b[0] if b else 1, layout or "NN")
+
+
+def twin_name(name: str) -> str:
+    """The whole-tile kernel a stream-K variant extends (benchmarks/streamk/bench.py's twin)."""
+    params = next(v for v in wgmma.variants() if wgmma.name(v) == name)
+    return wgmma.name({k: v for k, v in params.items() if k != "streamk"})
+
+
+def launcher(ev: GemmEvaluator, name: str, problem: Problem, A, B, C):
+    """The bound kernel (its workspace zeroed once: the stream-K kernels keep it zero) and its dims."""
+    params = next(v for v in wgmma.variants() if wgmma.name(v) == name)
+    text = wgmma.render(params)
+    entry, status = compile_entry(name, text, layouts=(problem.layout,))
+    if entry is None:
+        raise RuntimeError(f"{name}: {status['status']}: {status.get('error', '')[:500]}")
+    cand = parse_candidate(text)
+    kernel = ev._kernel(entry.cubins[problem.layout], cand.spec.entry)
+    env = problem.variables() | {"num_sms": ev.props["num_sms"]}
+    ws_bytes = cand.spec.workspace(env)
+    W = torch.zeros(max(1, -(-ws_bytes // 2)), dtype=torch.float16, device="cuda") if ws_bytes else None
+    dims = ev.launch_setup(kernel, cand.spec, problem)
+    return kernel, gemm_param_buffer(cand.spec, problem, A, B, C, W, kernel.param_layout), dims
+
+
+def time_us(run, flush: torch.Tensor | None) -> float:
+    """Median of REPS launches, each timed alone; with `flush`, a 256 MB write before each evicts L2."""
+    times = []
+    for _ in range(REPS):
+        if flush is not None:
+            flush.fill_(1)
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        run()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) * 1e3)
+    return statistics.median(times)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("pairs", nargs="+", help="SHAPE@VARIANT, a stream-K variant (its twin is added)")
+    ap.add_argument("--grids", default="", help="grids besides the spec's, comma-separated (stream-K only)")
+    ap.add_argument("--ncu", action="store_true", help="one launch each between cudaProfilerStart and Stop")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    ev = GemmEvaluator()
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    rows = []
+    for pair in args.pairs:
+        shape, _, name = pair.partition("@")
+        problem = parse_shape(shape)
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        A = torch.randn(problem.a_shape, device="cuda", generator=gen).half()
+        B = torch.randn(problem.b_shape, device="cuda", generator=gen).half()
+        ref = reference(A, B, problem.layout)
+        for kname in (name, twin_name(name)):
+            C = torch.full(problem.c_shape, float("nan"), dtype=torch.float16, device="cuda")
+            kernel, buf, (grid, block, smem) = launcher(ev, kname, problem, A, B, C)
+            grids = [grid[0]] + ([int(g) for g in args.grids.split(",") if g] if kname == name else [])
+            for g in grids:
+                run = lambda g=g: kernel.launch((g,) + tuple(grid[1:]), block, buf, smem)
+                run()
+                torch.cuda.synchronize()
+                ok = check_output(C, *ref, problem.K).ok
+                if args.ncu:
+                    torch.cuda.profiler.start()
+                    run()
+                    torch.cuda.synchronize()
+                    torch.cuda.profiler.stop()
+                    continue
+                row = {"shape": shape, "kernel": kname, "grid": g, "verified": ok,
+                       "warm_us": time_us(run, None), "cold_us": time_us(run, flush)}
+                rows.append(row)
+                print(f"{shape:>18} {kname:>40} grid {g:>4} {'ok' if ok else 'WRONG'} "
+                      f"warm {row['warm_us']:9.1f} us  cold {row['cold_us']:9.1f} us", flush=True)
+    if args.out and rows:
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -193,13 +193,14 @@ def features(params: dict, p: Problem) -> list[float]:
 
 def streamk_work(params: dict, tiles: int, nk: int, tile_elems: int) -> tuple[int, float]:
     """The k tiles the busiest CTA of a stream-K grid runs (hgemm/streamk.cuh: every CTA the whole waves
-    of tiles, then its share of the split tiles' k tiles) and the bytes of partial sums (each split
-    tile's contributors write a slot of fp32 sums, its owner reads and clears them)."""
-    split_tiles = tiles if tiles < NUM_SMS else tiles % NUM_SMS
-    ways = max(1, min(params["streamk"], nk // wgmma.STREAMK_MIN_UNITS))
-    split_ctas = min(NUM_SMS, split_tiles * ways)
-    units = (tiles - split_tiles) // NUM_SMS * nk + (_cdiv(split_tiles * nk, split_ctas) if split_ctas else 0)
-    return units, 12.0 * max(0, split_ctas - split_tiles) * tile_elems
+    of tiles, then a share of a split tile's k tiles, the tiles past the last whole wave split in equal
+    shares over the CTAs that round leaves idle) and the bytes of partial sums (each split tile's
+    contributors write a slot of fp32 sums, its owner reads and clears them)."""
+    rest = 0 if nk == 0 else (tiles if tiles < NUM_SMS else tiles % NUM_SMS)
+    ways = min(params["streamk"], nk // wgmma.STREAMK_MIN_UNITS, NUM_SMS // rest if rest else 0)
+    if ways < 2:   # nothing split: the whole-tile kernel's rounds
+        return _cdiv(tiles, NUM_SMS) * nk, 0.0
+    return (tiles - rest) // NUM_SMS * nk + _cdiv(nk, ways), 12.0 * rest * (ways - 1) * tile_elems
 
 
 class CostModel:

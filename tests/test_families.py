@@ -1246,12 +1246,13 @@ int main(int argc, char** argv) {
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
 def test_wgmma_streamk_schedule_covers_every_k_tile_once(tmp_path):
     """streamk: the kernel's own work split (StreamKTiles, hgemm/streamk.cuh), compiled by nvcc for the
-    host and run for every CTA of a grid: every k tile of every output tile is computed once; a CTA's
-    share of the split tiles starts with at most one contributor segment (its slot is written once) and
-    ends with at most one owner segment, whose contributors are exactly the CTAs after it up to
-    last_cta(); where tiles are split every CTA runs as many whole tiles; the shares differ by at most a
-    k tile; and the cost
-    model's busiest CTA (hgemm.cost.streamk_work) is the busiest CTA here."""
+    host and run for every CTA of a grid: every k tile of every output tile is computed once; a tile
+    past the last whole wave is split where the CTAs that round leaves idle give it two or more, each
+    over the same number of CTAs, whose shares are the same k ranges on every split tile (share j of
+    every tile is read at the same time) and differ by at most a k tile; a CTA has at most one share,
+    its first piece of work; an owner's contributors are exactly the CTAs after it up to last_cta();
+    every CTA runs as many whole tiles where tiles are split; and the cost model's busiest CTA
+    (hgemm.cost.streamk_work) is the busiest CTA here."""
     from hgemm.cost import streamk_work
 
     prog = tmp_path / "streamk.cu"
@@ -1276,10 +1277,11 @@ int main(int argc, char** argv) {
     exe = tmp_path / "streamk"
     subprocess.run([NVCC, "-std=c++17", "-I", str(INCLUDE_DIR), "-o", str(exe), str(prog)], check=True, capture_output=True,
                    timeout=300)
-    # (tiles, k tiles, CTAs): a part-filled last wave, fewer tiles than CTAs, whole waves, a K too short
-    # to split finely, one tile, shares shorter and longer than a tile
-    for total, nk, ctas in [(300, 120, 132), (16, 119, 132), (264, 40, 132), (133, 9, 132), (1, 200, 132),
-                            (5, 3, 132), (140, 64, 132), (7, 1000, 16), (0, 10, 132), (50, 0, 132), (17, 33, 8)]:
+    # (tiles, k tiles, CTAs): a last wave of a few tiles, of a third, of most of the SMs (nothing split),
+    # fewer tiles than CTAs, whole waves, a K too short to split finely, one tile, no tiles, no K
+    for total, nk, ctas in [(400, 120, 132), (300, 120, 132), (248, 224, 132), (16, 119, 132), (264, 40, 132),
+                            (133, 9, 132), (1, 200, 132), (5, 3, 132), (140, 64, 132), (7, 1000, 16), (0, 10, 132),
+                            (50, 0, 132), (17, 33, 8)]:
         out = subprocess.run([str(exe), str(total), str(nk), str(ctas)], check=True, capture_output=True, text=True,
                              timeout=60).stdout.split("\n")
         assert out[0] == f"min_units {wgmma.STREAMK_MIN_UNITS}"
@@ -1300,20 +1302,24 @@ int main(int argc, char** argv) {
                     assert (tile, k) not in covered, (total, nk, ctas, tile, k)
                     covered[(tile, k)] = cta
         assert set(covered) == {(t, k) for t in range(total) for k in range(nk)}, (total, nk, ctas)
+        rest = 0 if nk == 0 else (total if total < ctas else total % ctas)
+        ways = min(wgmma.STREAMK_WAYS, nk // wgmma.STREAMK_MIN_UNITS, ctas // rest if rest else 0)
+        assert split == (rest if ways >= 2 else 0), (total, nk, ctas)
+        ranges: dict[int, list[tuple[int, int]]] = {}   # split tile -> its shares' k ranges, in CTA order
         for cta, its in items.items():
             shared = [it for it in its if it[0] < split]
-            assert all(kb == 0 for _, kb, _, _ in shared[1:]), (total, nk, ctas, cta)   # a contributor comes first
-            assert all(ke == nk for _, _, ke, _ in shared[:-1]), (total, nk, ctas, cta)  # an owner comes last
+            assert len(shared) <= 1 and all(it[0] >= split for it in its[len(shared):]), (total, nk, ctas, cta)
             for tile, kb, ke, last in shared:
-                if kb == 0 and ke < nk:   # the owner: the rest of its tile is exactly CTAs cta + 1 .. last
+                ranges.setdefault(tile, []).append((kb, ke))
+                if kb == 0:   # the owner: the rest of its tile is exactly CTAs cta + 1 .. last
                     others = {covered[(tile, k)] for k in range(ke, nk)}
                     assert others == set(range(cta + 1, last + 1)), (total, nk, ctas, tile)
-                    assert all(next(i for i in items[c] if i[0] == tile)[1] > 0 for c in others)
+        assert all(r == ranges[0] for r in ranges.values()), (total, nk, ctas)   # aligned: the same k ranges
+        assert not ranges or len(ranges[0]) == ways
         whole = {sum(1 for it in its if it[0] >= split) for its in items.values()}
-        assert len(whole) == 1 if split else max(whole) - min(whole) <= 1, (total, nk, ctas)   # K = 0: no split
-        shares = [sum(ke - kb for tile, kb, ke, _ in its if tile < split) for its in items.values()]
-        active = [s for s in shares if s]
-        assert not active or max(active) - min(active) <= 1
+        assert len(whole) == 1 if split else max(whole) - min(whole) <= 1, (total, nk, ctas)
+        shares = [ke - kb for kb, ke in ranges.get(0, [])]
+        assert not shares or max(shares) - min(shares) <= 1
         if ctas == 132 and total:
             busiest = max(sum(ke - kb for _, kb, ke, _ in its) for its in items.values())
             assert streamk_work({"streamk": wgmma.STREAMK_WAYS}, total, nk, 1)[0] == busiest, (total, nk)

@@ -101,13 +101,12 @@ STAGED_SPLIT_TILES = [(128, 128, 1), (128, 64, 1)]
 def staged_split_clusters(split: int) -> str:
     return "num_sms // 2" if split == 2 else f"num_sms * 7 // 8 // {split}"
 # Stream-K over the last partial wave (`streamk: WAYS`, hgemm/streamk.cuh): a grid of num_sms CTAs runs
-# the whole waves of tiles as before and shares the k tiles of the rest out evenly, a tile split over
-# at most WAYS CTAs and no finer than STREAMK_MIN_UNITS k tiles a CTA; the CTA that computed a split
-# tile's first k tile adds the others' fp32 partials from the workspace and stores it. Where the tiles
-# fill 2.27 waves (2455 x 3840 x 7680 in 128 x 256 tiles: 300 on 132 SMs) the persistent kernel runs
-# three rounds for 2.27 rounds of work, 0.78x the strongest baseline in the search of
-# benchmarks/search_headroom/; shared out, each CTA runs 2.27 tiles' worth and a partial sum or two.
-# Few tiles and a long K are all remainder: split-K in any proportion, not in whole equal shares.
+# the whole waves of tiles as before and splits each of the rest by k in equal shares over the CTAs
+# that round would leave idle, at most WAYS and no finer than STREAMK_MIN_UNITS k tiles a CTA; the CTA
+# of a split tile's first share adds the others' fp32 partials from the workspace and stores it. Where
+# the last round holds a few tiles (2455 x 3840 x 7680 in 128 x 192 tiles: 400 on 132 SMs, 4 in the
+# last) the persistent kernel runs a whole round for them; split 8 ways, an eighth of one. Few tiles
+# and a long K are all remainder: split-K by up to WAYS, whatever the tile count.
 STREAMK_TILES = [(128, 256, 2), (128, 192, 2), (128, 128, 2), (128, 128, 1), (128, 64, 1), (64, 128, 1), (64, 64, 1)]
 # Behind the staged loader, for the pitches TMA refuses (odd K, or odd N in NN: TN nn.Linear shapes with
 # an odd dimension among them): the one-consumer 128 x 128 tile, copying both operands or either one. The
@@ -278,11 +277,12 @@ def applicable(p: dict, problem) -> bool:
     # the sample tune.
     if _split(p) > 1 and (tiles > 3 * NUM_SMS // 4 or -(-problem.K // BK) < 4 * _split(p)):
         return False
-    # Stream-K where the tiles leave a part-filled last round (or fewer tiles than SMs) and K holds two
-    # k-tile shares of STREAMK_MIN_UNITS: elsewhere it runs as the whole-tile kernel does. Few large
-    # tiles are fine here: their K is what is shared out.
+    # Stream-K where the last round (or a grid of fewer tiles than SMs) leaves at least two SMs a tile
+    # idle and K holds two k-tile shares of STREAMK_MIN_UNITS: elsewhere it splits nothing and runs as
+    # the whole-tile kernel does. Few large tiles are fine here: their K is what is shared out.
     if _streamk(p):
-        return tiles % NUM_SMS != 0 and -(-problem.K // BK) >= 2 * STREAMK_MIN_UNITS
+        rest = tiles % NUM_SMS
+        return rest != 0 and NUM_SMS // rest >= 2 and -(-problem.K // BK) >= 2 * STREAMK_MIN_UNITS
     # Large tiles on problems with fewer CTAs than half the SMs leave most of the GPU idle.
     return p["bm"] * p["bn"] <= 128 * 128 or tiles * _split(p) >= NUM_SMS // 2
 

@@ -1,25 +1,29 @@
 // Stream-K over the last partial wave (sm_90a): a persistent grid of G CTAs whose output tiles do not
-// divide into whole waves splits the remainder's k tiles evenly over the CTAs, so that no SM idles
-// through the last round. 2455 x 3840 x 7680 in 128 x 256 tiles is 300 tiles on 132 SMs: three rounds
-// for 2.27 rounds of work, and with the remainder split each CTA runs 2 whole tiles and 32.7 of the
-// 36 remaining tiles' 4320 k tiles. A problem with fewer tiles than CTAs is all remainder: its tiles'
-// k tiles are shared out as split-K would, but in any proportion, not in equal whole shares.
+// divide into whole waves splits the remainder's tiles by k over the CTAs the last round would leave
+// idle. 2455 x 3840 x 7680 in 128 x 192 tiles is 400 tiles on 132 SMs: four rounds, the last holding 4
+// tiles; split 8 ways, that round takes an eighth of a tile's k tiles. A problem with fewer tiles than
+// CTAs is all remainder: 16 tiles of 128 x 512 x 7616 in 64 x 64 run on 128 CTAs rather than 16.
+//
+// The split is aligned: the remainder's S tiles each go to `ways` = min(MAX_WAYS, G / S, k tiles /
+// MIN_UNITS) CTAs in equal k shares, CTA c taking share c % ways of split tile c / ways, and with fewer
+// than two ways nothing is split. Sharing the remainder's k tiles out evenly over all G CTAs instead
+// (each CTA's share running across tile boundaries) leaves no CTA idle, but puts every CTA at its own
+// k offset: CTAs on tiles of one row or column of the grid then read their A and B k tiles at different
+// times, and L2 stops serving one CTA's reads from another's. On an H100 that split read 2.7x the DRAM
+// bytes of the whole-tile kernel at 4096 x 4096 x 14336 (116 remainder tiles on 132 SMs) and took 1.5x
+// its time (benchmarks/streamk/README.md). With the aligned split, share j of every tile is read at the
+// same time, as the whole-tile kernel reads its tiles.
 //
 // The work of one CTA, in order:
-//   1. its share of the split tiles: the k-tile units [begin, end) of units = split_tiles x nk, laid
-//      out tile by tile (tile ids 0 .. split_tiles - 1 of the grouped order). A share starts with the
-//      tail of one tile (unless it starts on a tile boundary), may hold whole tiles, and ends with the
-//      head of another;
-//   2. whole tiles split_tiles + blockIdx.x, + G, ... (a multiple of G of them: every CTA as many).
-// A tile split over several CTAs is finished by its owner, the CTA that computed its first k tile: the
-// others (contributors) write their fp32 partial sums to a slot of the workspace and raise a flag; the
-// owner waits for the flags, adds the slots into its accumulators in CTA order (the result does not
-// depend on which CTA finishes first), clears the slots and flags, and stores the tile. A CTA holds
-// at most one contributor segment (only its share's first segment can start inside a tile), so a slot
-// per CTA does, and the owner's wait is short: its segment is the last of its share, its
-// contributors' the first of theirs. A contributor never waits, and the owner waits only on CTAs of
-// higher index, which a GPU launches no later; past ~1 s of waiting (a CTA kept off its SM by other
-// work) the owner traps, a crash rather than a hang.
+//   1. its share of a split tile (CTAs 0 .. S x ways - 1): k tiles [kb, ke) of it;
+//   2. whole tiles S + blockIdx.x, + G, ... (where tiles are split, every CTA as many).
+// A split tile is finished by its owner, the CTA of share 0: the others (contributors) write their fp32
+// partial sums to a slot of the workspace and raise a flag; the owner waits for the flags, adds the
+// slots into its accumulators in CTA order (the result does not depend on which CTA finishes first),
+// clears the slots and flags, and stores the tile. Every share is a CTA's first piece of work and the
+// shares are equal, so the owner's wait is short. A contributor never waits, and the owner waits only
+// on CTAs of higher index, which a GPU launches no later; past ~1 s of waiting (a CTA kept off its SM by
+// other work) the owner traps, a crash rather than a hang.
 //
 // Workspace (the launch spec's `workspace: num_sms * (BM * BN * 4 + 8)`, after the staged copies and
 // their counters with a staged loader; `workspace_zero: kept`): G slots of BM x BN floats, then
@@ -53,33 +57,36 @@ struct StreamKTiles {
   int nk;           // k tiles of one output tile
   int cta, ctas;    // this CTA, of a grid of `ctas`
   int split_tiles;  // tiles 0 .. split_tiles - 1 are shared out by k tile
-  int split_ctas;   // over CTAs 0 .. split_ctas - 1
-  // 32-bit unit arithmetic: units < ctas x nk, and ctas x units < 2^31 for any K below ~7.9 M on 132 SMs
-  int units;        // split_tiles * nk
-  int begin, end;   // this CTA's units
+  int ways;         // CTAs a split tile, split_tiles x ways of them: CTAs 0 .. split_ctas - 1
+  int split_ctas;
+  int begin, end;   // this CTA's units: k tiles of the split tiles laid out tile by tile
+                    // (32-bit: units < ctas x nk, below 2^31 for any K below ~1 G on 132 SMs)
 
   __host__ __device__ __forceinline__ StreamKTiles(int total_tiles, int k_tiles, int cta_index, int grid_ctas)
       : total(total_tiles), nk(k_tiles), cta(cta_index), ctas(grid_ctas) {
-    // the tiles past the last whole wave; none where they divide evenly or there is no K to share
-    split_tiles = nk == 0 ? 0 : (total < ctas ? total : total % ctas);
-    const int by_k = nk / MIN_UNITS;
-    const int ways = by_k < 1 ? 1 : (by_k < MAX_WAYS ? by_k : MAX_WAYS);
-    split_ctas = split_tiles * ways < ctas ? split_tiles * ways : ctas;
-    units = split_tiles * nk;
+    // the tiles past the last whole wave, split where two or more CTAs a tile are idle for them
+    const int rest = nk == 0 ? 0 : (total < ctas ? total : total % ctas);
+    const int by_k = nk / MIN_UNITS, by_ctas = rest == 0 ? 0 : ctas / rest;
+    ways = by_k < by_ctas ? by_k : by_ctas;
+    ways = ways < MAX_WAYS ? ways : MAX_WAYS;
+    split_tiles = ways >= 2 ? rest : 0;
+    ways = ways >= 2 ? ways : 1;
+    split_ctas = split_tiles * ways;
     begin = cta < split_ctas ? first_unit(cta) : 0;
     end = cta < split_ctas ? first_unit(cta + 1) : 0;
   }
-  // The first unit of CTA c's share: an even split, the remainder spread one unit a CTA.
-  __host__ __device__ __forceinline__ int first_unit(int c) const { return c * units / split_ctas; }
-  // The CTA whose share holds unit u: the largest c with first_unit(c) <= u.
-  __host__ __device__ __forceinline__ int cta_of(int u) const { return ((u + 1) * split_ctas + units - 1) / units - 1; }
+  // The first unit of CTA c's share: share c % ways of tile c / ways, the shares differing by at most one
+  // k tile.
+  __host__ __device__ __forceinline__ int first_unit(int c) const {
+    return c / ways * nk + c % ways * nk / ways;
+  }
   __host__ __device__ __forceinline__ StreamKCursor start() const { return {begin, split_tiles + cta}; }
   // The next piece of work after `cur` into `item`; false when there is none.
   __host__ __device__ __forceinline__ bool next(StreamKCursor& cur, StreamKItem& item) const {
     if (cur.unit < end) {
       const int tile = cur.unit / nk, tile_unit = tile * nk;
-      item = {tile, cur.unit - tile_unit, end - tile_unit < nk ? end - tile_unit : nk};
-      cur.unit = tile_unit + item.ke;
+      item = {tile, cur.unit - tile_unit, end - tile_unit};
+      cur.unit = end;
       return true;
     }
     if (cur.whole < total) {
@@ -90,7 +97,7 @@ struct StreamKTiles {
     return false;
   }
   // The last CTA with a share of split tile `tile` (its owner's contributors run to it).
-  __host__ __device__ __forceinline__ int last_cta(int tile) const { return cta_of((tile + 1) * nk - 1); }
+  __host__ __device__ __forceinline__ int last_cta(int tile) const { return tile * ways + ways - 1; }
 };
 
 // A barrier of `threads` threads (whole warps) under id `id` (1-15: 0 is __syncthreads'). The

@@ -28,9 +28,10 @@
 //             __cluster_dims__(SPLITK, 1, 1) and a grid of whole clusters; the register epilogue
 //             (each CTA stores its share of the tile) and no multicast (CLUSTER 1).
 //   STREAMK   0, or the most CTAs one tile is split over: the tiles past the last whole wave are
-//             shared out by k tile over the grid, each finished by the CTA that computed its first k
-//             tile from its peers' partial sums in the workspace (streamk.cuh); for problems whose
-//             tiles leave the last round part-idle, and those with fewer tiles than SMs. The grid is
+//             split by k in equal shares over the CTAs the last round would leave idle, each finished
+//             by the CTA of its first share from its peers' partial sums in the workspace
+//             (streamk.cuh); for problems whose tiles leave most of the last round idle, and those
+//             with fewer tiles than SMs. The grid is
 //             num_sms CTAs, no cluster; tiles that are split are stored from registers. With a staged
 //             loader the slots follow the copies and the barrier's counters in the workspace.
 //   TN        the B layout (defaults to the one the harness compiles for: -DHGEMM_LAYOUT_TN).

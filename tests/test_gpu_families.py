@@ -212,3 +212,37 @@ def test_wgmma_streamk_variants_verify_on_the_shapes_they_serve(layout):
     assert len(variants) == len(wgmma.STREAMK_TILES) + 3 * len(wgmma.STREAMK_STAGED_TILES)
     assert all(len(ps) >= 4 for ps in problems)
     assert not failures_on_own_shapes(wgmma, variants, problems)
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_wgmma_streamk_verifies_at_any_grid(layout):
+    """A stream-K kernel splits by gridDim. On grids smaller than the spec's (a GPU with fewer SMs) the
+    splits differ and the owners wait on contributors still computing: every launch is right, three
+    times over on each grid, and leaves its workspace zero."""
+    import torch
+
+    from benchmarks.streamk.profile import launcher
+    from hgemm.evaluate import GemmEvaluator
+    from hgemm.verify import check_output, reference
+
+    ev = GemmEvaluator()
+    cases = [(Problem(512, 512, 512, 16, layout), "wgmma_128x128x64_c1_s5_g8_stk8_es"),
+             (Problem(2455, 3840, 7680, 1, layout), "wgmma_128x192x64_c2_s4_g8_stk8_es"),
+             (Problem(128, 512, 7616, 1, layout), "wgmma_64x64x64_c1_s6_g8_stk8_es")]
+    failures = []
+    for problem, name in cases:
+        gen = torch.Generator(device="cuda").manual_seed(1)
+        A = torch.randn(problem.a_shape, device="cuda", generator=gen).half()
+        B = torch.randn(problem.b_shape, device="cuda", generator=gen).half()
+        ref = reference(A, B, problem.layout)
+        C = torch.empty(problem.c_shape, dtype=torch.float16, device="cuda")
+        kernel, buf, (grid, block, smem), W = launcher(ev, name, problem, A, B, C)
+        for g in (grid[0], 120, 100, 64, 33):
+            for rep in range(3):
+                C.fill_(float("nan"))
+                kernel.launch((g, 1, 1), block, buf, smem)
+                torch.cuda.synchronize()
+                report = check_output(C, *ref, problem.K)
+                if not report.ok or bool((W.view(torch.int16) != 0).any()):
+                    failures.append(f"{problem.key} {name} grid {g} launch {rep}: {report.detail or 'workspace left non-zero'}")
+    assert not failures, "\n".join(failures)

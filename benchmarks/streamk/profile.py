@@ -43,7 +43,8 @@ def twin_name(name: str) -> str:
 
 
 def launcher(ev: GemmEvaluator, name: str, problem: Problem, A, B, C):
-    """The bound kernel (its workspace zeroed once: the stream-K kernels keep it zero) and its dims."""
+    """The loaded kernel, its parameters, the spec's (grid, block, smem) and its workspace (zeroed once:
+    the stream-K kernels keep it zero)."""
     params = next(v for v in wgmma.variants() if wgmma.name(v) == name)
     text = wgmma.render(params)
     entry, status = compile_entry(name, text, layouts=(problem.layout,))
@@ -55,7 +56,55 @@ def launcher(ev: GemmEvaluator, name: str, problem: Problem, A, B, C):
     ws_bytes = cand.spec.workspace(env)
     W = torch.zeros(max(1, -(-ws_bytes // 2)), dtype=torch.float16, device="cuda") if ws_bytes else None
     dims = ev.launch_setup(kernel, cand.spec, problem)
-    return kernel, gemm_param_buffer(cand.spec, problem, A, B, C, W, kernel.param_layout), dims
+    return kernel, gemm_param_buffer(cand.spec, problem, A, B, C, W, kernel.param_layout), dims, W
+
+
+def name_params(name: str) -> dict:
+    return next(v for v in wgmma.variants() if wgmma.name(v) == name)
+
+
+def diagnose(C, A, B, ref, problem: Problem, params: dict, grid: int) -> str:
+    """Which output tiles are wrong, and for the first one which sum of its k shares (as streamk.cuh
+    splits them on this grid) the kernel's output matches best: a share dropped or added twice shows."""
+    bm, bn = params["bm"], params["bn"]
+    err = (C.double() - ref[0]).abs() > 1e-2 * (ref[0].abs() + 1)
+    b_idx, rows, cols = err.nonzero(as_tuple=True)
+    tiles = sorted({(int(b), int(r) // bm, int(c) // bn) for b, r, c in zip(b_idx[:100000], rows[:100000], cols[:100000])})
+    nk = -(-problem.K // 64)
+    mt, nt = -(-problem.M // bm), -(-problem.N // bn)
+    total = mt * nt * problem.batch
+    rest = total if total < grid else total % grid
+    ways = min(params.get("streamk", 0), nk // 4, grid // rest if rest else 0)
+    out = [f"  {len(tiles)} wrong tiles of {total} (rest {rest}, ways {ways}); first {tiles[:8]}"]
+    if tiles and ways >= 2:
+        b, tm, tn = tiles[0]
+        r0, c0 = tm * bm, tn * bn
+        a = A[b, r0:r0 + bm].double()
+        bb = (B[b].transpose(0, 1) if problem.layout == "TN" else B[b]).double()[:, c0:c0 + bn]
+        bounds = [j * nk // ways * 64 for j in range(ways)] + [problem.K]
+        parts = [a[:, bounds[j]:bounds[j + 1]] @ bb[bounds[j]:bounds[j + 1]] for j in range(ways)]
+        got = C[b, r0:r0 + bm, c0:c0 + bn].double()
+        combos = {"all": sum(parts)} | {f"without share {j}": sum(parts) - parts[j] for j in range(ways)} | \
+                 {f"share {j} twice": sum(parts) + parts[j] for j in range(ways)}
+        scores = {k: float((got - v).norm() / v.norm()) for k, v in combos.items()}
+        out.append("  first wrong tile against sums of its shares: " +
+                   ", ".join(f"{k} {v:.3g}" for k, v in sorted(scores.items(), key=lambda kv: kv[1])[:4]))
+        # element by element: the sum of shares (each taken 0, 1 or 2 times) each wrong element matches
+        import itertools
+        bad = (got - sum(parts)).abs() > 1e-2 * (sum(parts).abs() + 1)
+        names, cands = [], []
+        for mult in itertools.product((0, 1, 2), repeat=ways):
+            names.append("".join(str(m) for m in mult))
+            cands.append(sum(m * p for m, p in zip(mult, parts)))
+        dist = torch.stack([(got - c).abs() for c in cands])
+        best = dist.argmin(0)[bad]
+        counts = torch.bincount(best, minlength=len(names)).tolist()
+        r, c = bad.nonzero(as_tuple=True)
+        out.append(f"  {int(bad.sum())} wrong elements; matched share multiplicities: " +
+                   ", ".join(f"{n}: {k}" for n, k in zip(names, counts) if k))
+        out.append(f"  rows (mod 64) {torch.bincount(r % 64, minlength=64).tolist()}")
+        out.append(f"  rows // 64 {torch.bincount(r // 64).tolist()}, cols // 8 {torch.bincount(c // 8).tolist()}")
+    return "\n".join(out)
 
 
 def time_us(run, flush: torch.Tensor | None) -> float:
@@ -92,13 +141,17 @@ def main(argv=None) -> int:
         ref = reference(A, B, problem.layout)
         for kname in (name, twin_name(name)):
             C = torch.full(problem.c_shape, float("nan"), dtype=torch.float16, device="cuda")
-            kernel, buf, (grid, block, smem) = launcher(ev, kname, problem, A, B, C)
+            kernel, buf, (grid, block, smem), _ = launcher(ev, kname, problem, A, B, C)
             grids = [grid[0]] + ([int(g) for g in args.grids.split(",") if g] if kname == name else [])
             for g in grids:
                 run = lambda g=g: kernel.launch((g,) + tuple(grid[1:]), block, buf, smem)
                 run()
                 torch.cuda.synchronize()
-                ok = check_output(C, *ref, problem.K).ok
+                report = check_output(C, *ref, problem.K)
+                ok = report.ok
+                if not ok:
+                    print(f"{shape} {kname} grid {g}: {report.detail}", flush=True)
+                    print(diagnose(C, A, B, ref, problem, name_params(kname), g), flush=True)
                 if args.ncu:
                     torch.cuda.profiler.start()
                     run()

@@ -100,9 +100,12 @@ struct StreamKTiles {
   __host__ __device__ __forceinline__ int last_cta(int tile) const { return tile * ways + ways - 1; }
 };
 
-// A barrier of `threads` threads (whole warps) under id `id` (1-15: 0 is __syncthreads'). The
-// non-aligned form: thread 0 arrives after a wait the rest of its warp does not take.
+// A barrier of `threads` threads (whole warps) under id `id` (1-15: 0 is __syncthreads'). Every warp
+// must reach it converged: on an H100 a warp whose lane 0 was still spinning on a flag, its other
+// lanes at the barrier, let the barrier complete for the other warps, which then read the slots
+// before the flag was seen (benchmarks/streamk/README.md).
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  __syncwarp();
   asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 __device__ __forceinline__ unsigned int ld_acquire_gpu(const unsigned int* p) {
@@ -150,24 +153,18 @@ __device__ __forceinline__ void streamk_publish(const float (&acc)[MT][BN / 2], 
   if (t == 0) st_release_gpu(ws.flag(static_cast<int>(blockIdx.x)), 1u);
 }
 
-// The owner's end: thread 0 waits for the flags of CTAs first .. last (acquire) and lowers them; after
-// the named barrier every thread adds those CTAs' slots into its accumulators, in CTA order, and clears
-// what it read.
+// The owner's end: every thread waits for the flags of CTAs first .. last itself (acquire), adds those
+// CTAs' slots into its accumulators, in CTA order, and clears what it read; once the whole warpgroup
+// has seen every flag (named barrier `bar`), thread 0 lowers them.
 template <int MT, int BN, class Workspace>
 __device__ __forceinline__ void streamk_gather(float (&acc)[MT][BN / 2], const Workspace& ws, int first, int last, int t,
                                                int bar) {
-  if (t == 0) {
-    const long long start = clock64();
-    for (int c = first; c <= last; ++c) {
-      while (ld_acquire_gpu(ws.flag(c)) == 0u) {
-        if (clock64() - start > (1LL << 31)) __trap();
-        __nanosleep(64);
-      }
-      *ws.flag(c) = 0u;
-    }
-  }
-  named_barrier_sync(bar, 128);
+  const long long start = clock64();
   for (int c = first; c <= last; ++c) {
+    while (ld_acquire_gpu(ws.flag(c)) == 0u) {
+      if (clock64() - start > (1LL << 31)) __trap();
+      __nanosleep(64);
+    }
     float4* src = ws.part(c);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -182,6 +179,9 @@ __device__ __forceinline__ void streamk_gather(float (&acc)[MT][BN / 2], const W
         acc[mt][4 * j + 3] += v.w;
       }
   }
+  named_barrier_sync(bar, 128);
+  if (t == 0)
+    for (int c = first; c <= last; ++c) *ws.flag(c) = 0u;
 }
 
 }  // namespace sm90

@@ -1100,7 +1100,8 @@ def test_wgmma_spec_and_applicability():
     assert not wgmma.applicable(staged4, Problem(1024, 512, 12289, layout="TN"))   # TN: B's rows are K long too
     assert wgmma.applicable(dict(staged4, stage="AB"), Problem(1024, 512, 12289, layout="TN"))
     assert not wgmma.applicable(staged4, Problem(4096, 4096, 4095))   # 1024 tiles fill the GPU already
-    staged = [p for p in wgmma.variants() if p.get("loader") == "staged" and p.get("split_k", 1) == 1]
+    staged = [p for p in wgmma.variants() if p.get("loader") == "staged" and p.get("split_k", 1) == 1
+              and not p.get("streamk")]
     both = [p for p in staged if p["stage"] == "AB"]
     for fed in both:
         assert wgmma.applicable(fed, Problem(4096, 4096, 4095))          # exactly the shapes TMA refuses
@@ -1118,6 +1119,19 @@ def test_wgmma_spec_and_applicability():
     assert wgmma.applicable(only_b, Problem(4096, 4095, 4096))           # odd N, NN: B's rows only
     assert not wgmma.applicable(only_b, Problem(4096, 4096, 4095))
     assert not any(wgmma.applicable(p, Problem(4096, 4096, 4096)) for p in staged)
+    # stream-K: where the last round leaves two or more SMs a remainder tile idle and K holds two shares
+    stk = dict(bm=128, bn=192, consumers=2, stages=4, group_m=8, epilogue="smem", streamk=8)
+    assert stk in wgmma.variants()
+    assert wgmma.applicable(stk, Problem(4096, 4096, 4096))        # 704 tiles: 44 left, 3 SMs each
+    assert wgmma.applicable(stk, Problem(2455, 3840, 7680))        # 400 tiles: 4 left, split 8 ways
+    assert wgmma.applicable(stk, Problem(128, 512, 7616))          # 3 tiles, all split
+    assert wgmma.applicable(stk, Problem(4224, 4224, 4096))        # 726 tiles: 66 left, 2 SMs each
+    assert not wgmma.applicable(stk, Problem(4096, 4608, 4096))    # 768 tiles: 108 left, 1 SM each
+    assert not wgmma.applicable(stk, Problem(4096, 4096, 448))     # 7 k tiles: no two shares of 4
+    staged_stk = dict(stk, bm=128, bn=128, consumers=1, stages=5, loader="staged", stage="AB")
+    assert staged_stk in wgmma.variants()
+    assert not wgmma.applicable(staged_stk, Problem(4096, 4096, 4095))   # 1024 tiles: 100 left, 1 SM each
+    assert wgmma.applicable(staged_stk, Problem(1041, 256, 11201))        # 18 tiles, all split
 
 
 @pytest.mark.slow

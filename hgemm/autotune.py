@@ -26,13 +26,17 @@ from typing import Callable, NamedTuple
 
 import torch
 
+from kernels_corpus.families import wgmma
+
 from .candidate import parse_candidate
 from .compile import compile_candidate
+from .cost import family, kernel_params
 from .library import Choice, Library, runs_on
 from .problem import Problem
 from .tune import cost_shortlist
 from .verify import check_output, random_tensor
 
+STREAMK_SIBLINGS = 2  # stream-K variants a search adds, of its first wgmma tiles
 SAMPLED_ROWS = 64  # rows of C checked against the float64 product, each whole
 COLUMN_CHUNK = 2048  # columns of the float64 product at a time (bounds its memory on wide shapes)
 WARMUP, LAUNCHES, REPS = 2, 20, 3  # a candidate's time: the lowest of REPS means over LAUNCHES launches
@@ -52,14 +56,29 @@ class Search(NamedTuple):
 
 
 def candidates(library: Library, problem: Problem, first: Choice, top: int) -> list[Choice]:
-    """The dispatch rule's pick, then the cost model's first `top` kernels that can run the problem."""
+    """The dispatch rule's pick, then the cost model's first `top` kernels that can run the problem,
+    then the stream-K variants of the first STREAMK_SIBLINGS wgmma tiles among them that apply
+    (kernels_corpus.families.wgmma.streamk_sibling: no tune has timed stream-K, so the model cannot
+    rank it)."""
     out = [first]
     for name, text in cost_shortlist(problem, library, top):
         if name != first.name:
             cand = parse_candidate(text)
             if runs_on(cand, problem):
                 out.append(Choice(name, cand, f"autotune {first.how}"))
-    return out
+    siblings = []
+    for choice in out:
+        params = kernel_params(choice.name)
+        sib = wgmma.streamk_sibling(params) if params and family(params) == "wgmma" else None
+        if sib is None or not wgmma.applicable(sib, problem):
+            continue
+        name = wgmma.name(sib)
+        cand = parse_candidate(wgmma.render(sib))
+        if name not in {c.name for c in out + siblings} and runs_on(cand, problem):
+            siblings.append(Choice(name, cand, f"autotune {first.how}"))
+        if len(siblings) == STREAMK_SIBLINGS:
+            break
+    return out + siblings
 
 
 def compile_all(pairs: list[tuple[Choice, str]]) -> None:

@@ -13,6 +13,7 @@ import yaml
 
 from conftest import ROOT
 from hgemm import autotune
+from hgemm.cost import kernel_params
 from hgemm.library import Library, merge_libraries, pin_library, runs_on
 from hgemm.problem import Problem, load_grid
 from hgemm.shortlist_eval import evaluate
@@ -68,10 +69,30 @@ def test_the_search_starts_from_the_rules_pick_and_keeps_kernels_that_run(pipeli
     for p in (Problem(1419, 14848, 64), Problem(300, 1001, 777, 3, "TN"), Problem(7, 8649, 3)):
         first = lib.lookup(p)
         found = autotune.candidates(lib, p, first, lib.autotune)
-        assert found[0] is first and len(found) <= lib.autotune + 1
+        assert found[0] is first and len(found) <= lib.autotune + 1 + autotune.STREAMK_SIBLINGS
         assert len({c.name for c in found}) == len(found)
         assert all(runs_on(c.candidate, p) for c in found)
         assert all(c.how.startswith("autotune ") for c in found[1:])
+
+
+def test_the_search_adds_the_stream_k_variants_of_its_first_wgmma_tiles(pipeline_library):
+    """No tune has timed stream-K, so the cost model cannot rank it: the search adds the stream-K
+    variant of its first wgmma tiles where one applies (the last round leaves two or more SMs a tile
+    idle, or the tiles are few), and none where it does not."""
+    from kernels_corpus.families import wgmma
+
+    lib = pipeline_library
+    for p in (Problem(2455, 3840, 7680), Problem(128, 512, 7616), Problem(449, 995, 15104, 1, "TN")):
+        found = autotune.candidates(lib, p, lib.lookup(p), lib.autotune)
+        added = [c for c in found if "_stk" in c.name]
+        assert 1 <= len(added) <= autotune.STREAMK_SIBLINGS and found[-len(added):] == added
+        assert all(wgmma.applicable(kernel_params(c.name), p) and runs_on(c.candidate, p) for c in added)
+        tiles = {(q["bm"], q["bn"], q["consumers"]) for c in found[:-len(added)]
+                 if (q := kernel_params(c.name)) and "consumers" in q}
+        assert all((q["bm"], q["bn"], q["consumers"]) in tiles for q in map(kernel_params, (c.name for c in added)))
+    for p in (Problem(4096, 4096, 448), Problem(1000, 3000, 256)):   # K of 7 and 4 k tiles: no two shares of 4
+        found = autotune.candidates(lib, p, lib.lookup(p), lib.autotune)
+        assert found and not any("_stk" in c.name for c in found)
 
 
 def test_a_library_without_the_setting_does_not_search(tmp_path):

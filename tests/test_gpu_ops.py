@@ -169,14 +169,16 @@ KEPT_ZERO = [("mma_sync_16x128x64_w1x4_s3_g8_sk8_mp", (64, 125, 2267, 1, "TN")),
              ("wgmma_128x128x64_c2_s5_g8_es_staged", (647, 448, 91, 1, "TN")),
              ("wgmma_128x64x64_c1_s6_g8_sk4_staged", (87, 384, 1589, 1, "TN")),
              ("skinny_tn_m8_npw4_sk16", (8, 3000, 4099, 1, "TN")),
-             ("skinny_nn_m1_bn256_sk4", (1, 4096, 4096, 2, "NN"))]
+             ("skinny_nn_m1_bn256_sk4", (1, 4096, 4096, 2, "NN")),
+             ("wgmma_64x64x64_c1_s6_g8_stk8_es", (128, 512, 7616, 1, "NN")),
+             ("wgmma_128x128x64_c1_s5_g8_stk8_es_staged", (559, 101, 6643, 1, "TN"))]
 
 
 @pytest.mark.parametrize("name,shape", KEPT_ZERO, ids=lambda x: x if isinstance(x, str) else "x".join(map(str, x)))
 def test_a_kernel_that_keeps_its_workspace_zero_serves_call_after_call(tmp_path, name, shape):
-    """Split-K reductions and the staged grid barrier leave their workspace zero (`workspace_zero: kept`):
-    hgemm.matmul fills it once, so every call after the first relies on the kernel having cleared it, on
-    the stream it runs on and in a graph replayed again and again."""
+    """Split-K reductions, stream-K's slots and flags and the staged grid barrier leave their workspace
+    zero (`workspace_zero: kept`): hgemm.matmul fills it once, so every call after the first relies on
+    the kernel having cleared it, on the stream it runs on and in a graph replayed again and again."""
     from conftest import write_library
     from hgemm.candidate import parse_candidate
     from hgemm.cost import family_text

@@ -24,6 +24,7 @@ C stores.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 from hgemm.params import STAGED_PITCH, operand_shape
@@ -203,6 +204,25 @@ def variants() -> list[dict]:
         out += _deepest(lambda st: dict(bm=bm, bn=bn, consumers=c, stages=st, streamk=STREAMK_WAYS, loader="staged",
                                         stage=ops, **_G), 1)
     return out
+
+
+def streamk_sibling(p: dict) -> dict | None:
+    """The stream-K variant of a variant's tile, consumers and loader (its own ring depth and the smem
+    epilogue; whatever the variant's cluster or split-K); None for a stream-K variant or a tile with
+    none. The first-call search times it beside the kernels it ranks (hgemm.autotune): the tunes' cost
+    model has no stream-K times to rank it by, and where the last round is part-filled or the tiles are
+    few it can win by a margin (benchmarks/streamk/: 10 of 42 shapes against the pipeline library's
+    choice)."""
+    if _streamk(p):
+        return None
+    key = (p["bm"], p["bn"], p["consumers"], p.get("loader", "tma"), _staged_ops(p))
+    return next((dict(v) for v in _streamk_variants()
+                 if (v["bm"], v["bn"], v["consumers"], v.get("loader", "tma"), _staged_ops(v)) == key), None)
+
+
+@functools.lru_cache(maxsize=1)
+def _streamk_variants() -> tuple[dict, ...]:
+    return tuple(v for v in variants() if _streamk(v))
 
 
 def _deepest(variant, n: int) -> list[dict]:

@@ -1,6 +1,6 @@
 """First-call search for `hgemm.matmul`: on a shape its library has no entry for, time the dispatch
-rule's pick and the cost model's next best kernels once, on the GPU, and keep the fastest that
-verifies.
+rule's pick, the cost model's next best kernels and the stream-K variants of the first wgmma tiles
+among them once, on the GPU, and keep the fastest that verifies.
 
 A dispatch rule picks one kernel for an unseen shape from the cost model's estimates, and the
 estimates are often wrong by more than the kernels differ: on 46 shapes no tune saw, the best of the

@@ -100,10 +100,10 @@ struct StreamKTiles {
   __host__ __device__ __forceinline__ int last_cta(int tile) const { return tile * ways + ways - 1; }
 };
 
-// A barrier of `threads` threads (whole warps) under id `id` (1-15: 0 is __syncthreads'). Every warp
-// must reach it converged: on an H100 a warp whose lane 0 was still spinning on a flag, its other
-// lanes at the barrier, let the barrier complete for the other warps, which then read the slots
-// before the flag was seen (benchmarks/streamk/README.md).
+// A barrier of `threads` threads (whole warps) under id `id` (1-15: 0 is __syncthreads'), which each
+// warp reaches converged. A thread that reads what another CTA published acquires the flag itself
+// (streamk_gather): with thread 0 alone spinning on the flags before this barrier, an H100 let the
+// owner's other warps read slots before their flag was set (benchmarks/streamk/README.md).
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   __syncwarp();
   asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");

@@ -31,9 +31,9 @@
 //             split by k in equal shares over the CTAs the last round would leave idle, each finished
 //             by the CTA of its first share from its peers' partial sums in the workspace
 //             (streamk.cuh); for problems whose tiles leave most of the last round idle, and those
-//             with fewer tiles than SMs. The grid is
-//             num_sms CTAs, no cluster; tiles that are split are stored from registers. With a staged
-//             loader the slots follow the copies and the barrier's counters in the workspace.
+//             with fewer tiles than SMs. The grid is num_sms CTAs, no cluster; tiles that are split
+//             are stored from registers. With a staged loader the slots follow the copies and the
+//             barrier's counters in the workspace.
 //   TN        the B layout (defaults to the one the harness compiles for: -DHGEMM_LAYOUT_TN).
 //
 // With two consumer warpgroups the producer gives registers back and the consumers take them

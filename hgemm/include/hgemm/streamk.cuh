@@ -113,13 +113,6 @@ __device__ __forceinline__ unsigned int ld_acquire_gpu(const unsigned int* p) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ __forceinline__ unsigned int ld_relaxed_gpu(const unsigned int* p) {
-  unsigned int v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-// Orders the relaxed flag reads before it ahead of every memory access after it (their acquire).
-__device__ __forceinline__ void fence_acquire_gpu() { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
 __device__ __forceinline__ void st_release_gpu(unsigned int* p, unsigned int v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
@@ -160,55 +153,30 @@ __device__ __forceinline__ void streamk_publish(const float (&acc)[MT][BN / 2], 
   if (t == 0) st_release_gpu(ws.flag(static_cast<int>(blockIdx.x)), 1u);
 }
 
-// The owner's end: every thread waits for the flags of its contributors (CTAs first .. last, at most
-// MAX_WAYS - 1) itself, adds their slots into its accumulators in CTA order, and clears what it read;
-// once the whole warpgroup has seen every flag (named barrier `bar`), thread 0 lowers them. The flags
-// are read together (relaxed, then one acquire fence) and every contributor's float4 of an element
-// group is loaded before any is added, so the tail costs about one round trip to L2 for the flags
-// and one for the slots, not two a contributor.
-template <int MAX_WAYS, int MT, int BN, class Workspace>
+// The owner's end: every thread waits for the flags of CTAs first .. last itself (acquire), adds those
+// CTAs' slots into its accumulators, in CTA order, and clears what it read; once the whole warpgroup
+// has seen every flag (named barrier `bar`), thread 0 lowers them.
+template <int MT, int BN, class Workspace>
 __device__ __forceinline__ void streamk_gather(float (&acc)[MT][BN / 2], const Workspace& ws, int first, int last, int t,
                                                int bar) {
-  const int n = last - first + 1;
   const long long start = clock64();
-  for (;;) {
-    bool up = true;
-#pragma unroll
-    for (int i = 0; i < MAX_WAYS - 1; ++i)
-      if (i < n) up &= ld_relaxed_gpu(ws.flag(first + i)) != 0u;
-    if (up) break;
-    if (clock64() - start > (1LL << 31)) __trap();
-    __nanosleep(64);
-  }
-  fence_acquire_gpu();
-  // Every contributor's float4 of an element group loaded before any is added. A 256-column tile's
-  // accumulators leave no registers for that (ptxas spills): there, a contributor at a time.
-  constexpr int kAtOnce = BN >= 256 ? 1 : MAX_WAYS - 1;
-  auto add = [&](int c, int mt, int j, const float4& v) {
-    __stcg(ws.part(c) + (mt * (BN / 8) + j) * 128 + t, make_float4(0.f, 0.f, 0.f, 0.f));
-    acc[mt][4 * j] += v.x;
-    acc[mt][4 * j + 1] += v.y;
-    acc[mt][4 * j + 2] += v.z;
-    acc[mt][4 * j + 3] += v.w;
-  };
-  if constexpr (kAtOnce == 1) {
-    for (int c = first; c <= last; ++c)
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) add(c, mt, j, __ldcg(ws.part(c) + (mt * (BN / 8) + j) * 128 + t));
-  } else {
+  for (int c = first; c <= last; ++c) {
+    while (ld_acquire_gpu(ws.flag(c)) == 0u) {
+      if (clock64() - start > (1LL << 31)) __trap();
+      __nanosleep(64);
+    }
+    float4* src = ws.part(c);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
-        float4 v[kAtOnce];
-#pragma unroll
-        for (int i = 0; i < kAtOnce; ++i)
-          if (first + i <= last) v[i] = __ldcg(ws.part(first + i) + (mt * (BN / 8) + j) * 128 + t);
-#pragma unroll
-        for (int i = 0; i < kAtOnce; ++i)
-          if (first + i <= last) add(first + i, mt, j, v[i]);
+        float4* p = src + (mt * (BN / 8) + j) * 128 + t;
+        const float4 v = __ldcg(p);
+        __stcg(p, make_float4(0.f, 0.f, 0.f, 0.f));
+        acc[mt][4 * j] += v.x;
+        acc[mt][4 * j + 1] += v.y;
+        acc[mt][4 * j + 2] += v.z;
+        acc[mt][4 * j + 3] += v.w;
       }
   }
   named_barrier_sync(bar, 128);

@@ -292,7 +292,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
           streamk_publish<MT, BN>(acc, workspace(), t, bar);
         } else {                              // the owner: its contributors' sums added, then stored
           if (item.ke < sk.nk)
-            streamk_gather<STREAMK, MT, BN>(acc, workspace(), static_cast<int>(blockIdx.x) + 1, sk.last_cta(item.tile), t, bar);
+            streamk_gather<MT, BN>(acc, workspace(), static_cast<int>(blockIdx.x) + 1, sk.last_cta(item.tile), t, bar);
           store_acc<MT, BN>(acc, C, tc, cw * WM, M, N, rows_aligned, warp, lane);
         }
       }

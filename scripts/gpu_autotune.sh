@@ -17,4 +17,4 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit -
 timeout 120 python3 -m pytest -m gpu -q tests/test_gpu_ops.py -k "${TESTS:-autotune or side_stream}" \
   > "$OUT/pytest_gpu_ops.log" 2>&1
 echo "the op's GPU tests: rc $?"; tail -2 "$OUT/pytest_gpu_ops.log"
-pin_and_bench_search "$GRID" "$K" "${RUN:-heldout}"
+pin_and_bench_search "$GRID" "$K" "${RUN:-heldout}" || exit 1

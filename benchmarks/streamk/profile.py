@@ -6,13 +6,16 @@ spec's grid and at smaller ones (the kernel's split follows gridDim, so any grid
         [--grids 132,120] [--out OUT.json]
     ncu --clock-control none --profile-from-start off ... python benchmarks/streamk/profile.py ... --ncu
 
-With --ncu every kernel is launched once between cudaProfilerStart and Stop (after a warm-up), so
-Nsight Compute's counters cover exactly the kernels named. A shape is MxNxK[xBATCH][:TN].
+Every launch is checked against a float64 product; a wrong one is reported with its wrong tiles and
+the sum of k shares (as streamk.cuh splits them on that grid) their elements hold. With --ncu every
+kernel is launched once between cudaProfilerStart and Stop (after a warm-up), so Nsight Compute's
+counters cover exactly the kernels named. A shape is MxNxK[xBATCH][:TN].
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -90,7 +93,6 @@ def diagnose(C, A, B, ref, problem: Problem, params: dict, grid: int) -> str:
         out.append("  first wrong tile against sums of its shares: " +
                    ", ".join(f"{k} {v:.3g}" for k, v in sorted(scores.items(), key=lambda kv: kv[1])[:4]))
         # element by element: the sum of shares (each taken 0, 1 or 2 times) each wrong element matches
-        import itertools
         bad = (got - sum(parts)).abs() > 1e-2 * (sum(parts).abs() + 1)
         names, cands = [], []
         for mult in itertools.product((0, 1, 2), repeat=ways):

@@ -6,10 +6,10 @@ spec's grid and at smaller ones (the kernel's split follows gridDim, so any grid
         [--grids 132,120] [--out OUT.json]
     ncu --clock-control none --profile-from-start off ... python benchmarks/streamk/profile.py ... --ncu
 
-Every launch is checked against a float64 product; a wrong one is reported with its wrong tiles and
-the sum of k shares (as streamk.cuh splits them on that grid) their elements hold. With --ncu every
-kernel is launched once between cudaProfilerStart and Stop (after a warm-up), so Nsight Compute's
-counters cover exactly the kernels named. A shape is MxNxK[xBATCH][:TN].
+The first launch on each grid is checked against a float64 product; a wrong one is reported with its
+wrong tiles and the sum of k shares (as streamk.cuh splits them on that grid) their elements hold.
+With --ncu every kernel is launched once between cudaProfilerStart and Stop (after a warm-up), so
+Nsight Compute's counters cover exactly the kernels named. A shape is MxNxK[xBATCH][:TN].
 """
 
 from __future__ import annotations

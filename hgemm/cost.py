@@ -191,11 +191,11 @@ def features(params: dict, p: Problem) -> list[float]:
             waves * per_sm * (bm * misaligned[0] + bn * misaligned[1]) * k_share, waves * per_sm * bm * bn, barrier]
 
 
-def _streamk_split(params: dict, tiles: int, nk: int) -> tuple[int, int]:
-    """(remainder tiles split, ways) of a stream-K grid (hgemm/streamk.cuh): the tiles past the last
-    whole wave, each over the CTAs that round leaves idle; (0, 1) where fewer than two are."""
-    rest = 0 if nk == 0 else (tiles if tiles < NUM_SMS else tiles % NUM_SMS)
-    ways = min(params["streamk"], nk // wgmma.STREAMK_MIN_UNITS, NUM_SMS // rest if rest else 0)
+def streamk_split(params: dict, tiles: int, nk: int, ctas: int = NUM_SMS) -> tuple[int, int]:
+    """(remainder tiles split, ways) of a stream-K grid of `ctas` CTAs (hgemm/streamk.cuh): the tiles
+    past the last whole wave, each over the CTAs that round leaves idle; (0, 1) where fewer than two are."""
+    rest = 0 if nk == 0 else (tiles if tiles < ctas else tiles % ctas)
+    ways = min(params["streamk"], nk // wgmma.STREAMK_MIN_UNITS, ctas // rest if rest else 0)
     return (rest, ways) if ways >= 2 else (0, 1)
 
 
@@ -203,7 +203,7 @@ def streamk_work(params: dict, tiles: int, nk: int, tile_elems: int) -> tuple[in
     """The k tiles the busiest CTA of a stream-K grid runs (every CTA the whole waves of tiles, then a
     share of a split tile's k tiles) and the bytes of partial sums (each split tile's contributors
     write a slot of fp32 sums, its owner reads and clears them)."""
-    rest, ways = _streamk_split(params, tiles, nk)
+    rest, ways = streamk_split(params, tiles, nk)
     if not rest:   # nothing split: the whole-tile kernel's rounds
         return _cdiv(tiles, NUM_SMS) * nk, 0.0
     return (tiles - rest) // NUM_SMS * nk + _cdiv(nk, ways), 12.0 * rest * (ways - 1) * tile_elems
@@ -212,7 +212,7 @@ def streamk_work(params: dict, tiles: int, nk: int, tile_elems: int) -> tuple[in
 def streamk_owner_bytes(params: dict, tiles: int, nk: int, tile_elems: int) -> float:
     """The bytes a split tile's owner reads and clears on its own SM after its mainloop: (ways - 1)
     slots of fp32 sums, a serial tail the busiest CTA's k tiles do not show."""
-    rest, ways = _streamk_split(params, tiles, nk)
+    rest, ways = streamk_split(params, tiles, nk)
     return 8.0 * (ways - 1) * tile_elems if rest else 0.0
 
 

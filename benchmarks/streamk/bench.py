@@ -31,11 +31,6 @@ MARGIN = 1.02  # faster by more than this: beyond the run's repetition spread
 TOP = 3  # stream-K tiles a shape, the estimate's first: a 64 x 64 tile on 16384^3 would only cost time
 
 
-def twin(params: dict) -> dict:
-    """The whole-tile variant a stream-K variant extends."""
-    return {k: v for k, v in params.items() if k != "streamk"}
-
-
 def candidates(problems, library: Library, top: int = TOP) -> tuple[list[tuple[str, str]], dict[str, set[str]]]:
     """(name, text) of every kernel the run needs, and per problem key the names it times there: the
     `top` stream-K variants the estimate ranks first on the shape, their twins, the library's choice."""
@@ -44,7 +39,7 @@ def candidates(problems, library: Library, top: int = TOP) -> tuple[list[tuple[s
         names = set()
         fits = [v for v in wgmma.variants() if v.get("streamk") and wgmma.applicable(v, p)]
         for v in sorted(fits, key=lambda v: estimate(v, p))[:top]:
-            for q in (v, twin(v)):
+            for q in (v, wgmma.whole_tile(v)):
                 texts[wgmma.name(q)] = wgmma.render(q)
                 names.add(wgmma.name(q))
         choice = library.lookup(p)
@@ -65,10 +60,10 @@ def rows(results: dict) -> list[dict]:
             continue
         us, name = min(streamk)
         p = params[name]
-        twin_us = times.get(wgmma.name(twin(p)))
+        twin_us = times.get(wgmma.name(wgmma.whole_tile(p)))
         problem = Problem.from_dict(pr["problem"])
         out.append({"shape": problem.key, "streamk": name, "streamk_us": us, "twin_us": twin_us,
-                    "expected_over_twin": estimate(p, problem) / estimate(twin(p), problem),
+                    "expected_over_twin": estimate(p, problem) / estimate(wgmma.whole_tile(p), problem),
                     "library": lib[1], "library_us": lib[0], "best_baseline_us": pr["best_baseline_us"],
                     "best_baseline": pr.get("best_baseline")})
     return out

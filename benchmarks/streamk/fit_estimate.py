@@ -41,14 +41,14 @@ def pairs() -> list[dict]:
             problem = Problem(p["M"], p["N"], p["K"], p["batch"], p["layout"])
             us = {n: (r.get("timing") or {}).get("median_us") for n, r in pr["candidates"].items()}
             for name, v in params.items():
-                twin = {k: x for k, x in v.items() if k != "streamk"}
-                if not us.get(name) or not us.get(wgmma.name(twin)):
+                whole = wgmma.whole_tile(v)
+                if not us.get(name) or not us.get(wgmma.name(whole)):
                     continue
                 tiles = -(-problem.M // v["bm"]) * -(-problem.N // v["bn"]) * problem.batch
                 tail = streamk_owner_bytes(v, tiles, -(-problem.K // 64), v["bm"] * v["bn"])
                 out.append({"work": estimate(v, problem) - STREAMK_OWNER_WORK_PER_BYTE * tail,
-                            "twin": estimate(twin, problem), "tail": tail,
-                            "ratio": us[name] / us[wgmma.name(twin)], "shape": problem.key})
+                            "twin": estimate(whole, problem), "tail": tail,
+                            "ratio": us[name] / us[wgmma.name(whole)], "shape": problem.key})
     return out
 
 

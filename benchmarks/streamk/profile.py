@@ -23,6 +23,7 @@ import sys
 import torch
 
 from hgemm.candidate import parse_candidate
+from hgemm.cost import kernel_params, streamk_split
 from hgemm.entry import compile_entry
 from hgemm.evaluate import GemmEvaluator
 from hgemm.params import gemm_param_buffer
@@ -39,17 +40,10 @@ def parse_shape(text: str) -> Problem:
     return Problem(m, n, k, b[0] if b else 1, layout or "NN")
 
 
-def twin_name(name: str) -> str:
-    """The whole-tile kernel a stream-K variant extends (benchmarks/streamk/bench.py's twin)."""
-    params = next(v for v in wgmma.variants() if wgmma.name(v) == name)
-    return wgmma.name({k: v for k, v in params.items() if k != "streamk"})
-
-
 def launcher(ev: GemmEvaluator, name: str, problem: Problem, A, B, C):
     """The loaded kernel, its parameters, the spec's (grid, block, smem) and its workspace (zeroed once:
     the stream-K kernels keep it zero)."""
-    params = next(v for v in wgmma.variants() if wgmma.name(v) == name)
-    text = wgmma.render(params)
+    text = wgmma.render(kernel_params(name))
     entry, status = compile_entry(name, text, layouts=(problem.layout,))
     if entry is None:
         raise RuntimeError(f"{name}: {status['status']}: {status.get('error', '')[:500]}")
@@ -62,10 +56,6 @@ def launcher(ev: GemmEvaluator, name: str, problem: Problem, A, B, C):
     return kernel, gemm_param_buffer(cand.spec, problem, A, B, C, W, kernel.param_layout), dims, W
 
 
-def name_params(name: str) -> dict:
-    return next(v for v in wgmma.variants() if wgmma.name(v) == name)
-
-
 def diagnose(C, A, B, ref, problem: Problem, params: dict, grid: int) -> str:
     """Which output tiles are wrong, and for the first one which sum of its k shares (as streamk.cuh
     splits them on this grid) the kernel's output matches best: a share dropped or added twice shows."""
@@ -74,11 +64,9 @@ def diagnose(C, A, B, ref, problem: Problem, params: dict, grid: int) -> str:
     b_idx, rows, cols = err.nonzero(as_tuple=True)
     tiles = sorted({(int(b), int(r) // bm, int(c) // bn) for b, r, c in zip(b_idx[:100000], rows[:100000], cols[:100000])})
     nk = -(-problem.K // 64)
-    mt, nt = -(-problem.M // bm), -(-problem.N // bn)
-    total = mt * nt * problem.batch
-    rest = total if total < grid else total % grid
-    ways = min(params.get("streamk", 0), nk // 4, grid // rest if rest else 0)
-    out = [f"  {len(tiles)} wrong tiles of {total} (rest {rest}, ways {ways}); first {tiles[:8]}"]
+    total = -(-problem.M // bm) * -(-problem.N // bn) * problem.batch
+    rest, ways = streamk_split(params, total, nk, grid) if params.get("streamk") else (0, 1)
+    out = [f"  {len(tiles)} wrong tiles of {total} (split {rest}, ways {ways}); first {tiles[:8]}"]
     if tiles and ways >= 2:
         b, tm, tn = tiles[0]
         r0, c0 = tm * bm, tn * bn
@@ -141,7 +129,7 @@ def main(argv=None) -> int:
         A = torch.randn(problem.a_shape, device="cuda", generator=gen).half()
         B = torch.randn(problem.b_shape, device="cuda", generator=gen).half()
         ref = reference(A, B, problem.layout)
-        for kname in (name, twin_name(name)):
+        for kname in (name, wgmma.name(wgmma.whole_tile(kernel_params(name)))):
             C = torch.full(problem.c_shape, float("nan"), dtype=torch.float16, device="cuda")
             kernel, buf, (grid, block, smem), _ = launcher(ev, kname, problem, A, B, C)
             grids = [grid[0]] + ([int(g) for g in args.grids.split(",") if g] if kname == name else [])
@@ -153,7 +141,7 @@ def main(argv=None) -> int:
                 ok = report.ok
                 if not ok:
                     print(f"{shape} {kname} grid {g}: {report.detail}", flush=True)
-                    print(diagnose(C, A, B, ref, problem, name_params(kname), g), flush=True)
+                    print(diagnose(C, A, B, ref, problem, kernel_params(kname), g), flush=True)
                 if args.ncu:
                     torch.cuda.profiler.start()
                     run()

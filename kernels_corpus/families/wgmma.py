@@ -220,6 +220,11 @@ def streamk_sibling(p: dict) -> dict | None:
                  if (v["bm"], v["bn"], v["consumers"], v.get("loader", "tma"), _staged_ops(v)) == key), None)
 
 
+def whole_tile(p: dict) -> dict:
+    """The whole-tile kernel a stream-K variant extends: the same tile, ring, epilogue and loader."""
+    return {k: v for k, v in p.items() if k != "streamk"}
+
+
 @functools.lru_cache(maxsize=1)
 def _streamk_variants() -> tuple[dict, ...]:
     return tuple(v for v in variants() if _streamk(v))

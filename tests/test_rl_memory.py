@@ -44,7 +44,7 @@ def _merged(*names: str) -> dict:
 
 
 # Completions a step, per config and stage: 32 by default; gpu-rl's rl_hgemm samples 8 shapes x 8 in
-# two micro-batches of 32 (20.7 GiB at most on the H200, benchmarks/rl_runs/rl_hgemm/metrics.json).
+# two micro-batches of 32 (20.6 GiB at most, benchmarks/rl_runs/rl_hgemm/metrics.json).
 GENERATION = {("gpu-rl.yaml", "rl_hgemm"): 64}
 
 

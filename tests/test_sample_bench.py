@@ -280,6 +280,29 @@ def test_generation_with_a_static_cache_matches_the_dynamic_one(tiny_model_dir):
     assert runs[0] == runs[1] and all(len(per) == 2 for per in runs[0])
 
 
+@pytest.mark.gpu
+def test_the_sample_generator_hands_the_gpu_memory_of_generation_back(tiny_model_dir):
+    """The sample stage judges after generating, its harness workers being other processes on the same
+    GPU: the memory generation cached (a batch's KV cache and attention scores) goes back to the driver,
+    only the weights stay reserved."""
+    import torch
+
+    from training.best_of_k import model_generator
+
+    generate = model_generator(tiny_model_dir, settings(SampleSettings, "sample", grid=SMOKE_GRID, batch_size=64,
+                                                        max_new_tokens=32, cache_implementation=None))
+    # prompts of ~1k tokens: eager attention's prefill scores are hundreds of MiB at this batch
+    prompts = [NAIVE * 3] * 16
+    generate(prompts[:1], 1)  # what stays allocated once generation has run (cuBLAS's workspace) is not cache
+    held = torch.cuda.memory_reserved()
+    torch.cuda.reset_peak_memory_stats()
+    completions = generate(prompts, 4)
+    assert len(completions) == 16 and all(len(per) == 4 for per in completions)
+    generated = torch.cuda.max_memory_reserved() - held
+    assert generated > 64 << 20, f"generation reserved only {generated >> 20} MiB: nothing to hand back"
+    assert torch.cuda.memory_reserved() - held < 4 << 20
+
+
 def test_library_stage_gives_the_model_the_shapes_it_won_by_the_margin(tmp_path):
     from hgemm.library import Library, set_autotune
     from stages import library as library_stage

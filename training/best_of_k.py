@@ -100,8 +100,14 @@ def model_generator(model_dir: str, settings: SampleSettings) -> Generate:
     model.to("cuda" if on_gpu else "cpu")
 
     def generate(prompts: list[str], k: int) -> list[list[str]]:
-        return generate_completions(model, tokenizer, prompts, k, settings.max_new_tokens, settings.temperature,
-                                    settings.top_p, settings.batch_size, settings.cache_implementation)
+        completions = generate_completions(model, tokenizer, prompts, k, settings.max_new_tokens, settings.temperature,
+                                           settings.top_p, settings.batch_size, settings.cache_implementation)
+        # The judge's workers are other processes on this GPU: the caching allocator would keep the
+        # batch's KV cache and attention buffers (65 GiB at batch 128 on an 80-GiB card), and the
+        # references of a large batched shape then ran out of memory.
+        if on_gpu:
+            torch.cuda.empty_cache()
+        return completions
 
     return generate
 

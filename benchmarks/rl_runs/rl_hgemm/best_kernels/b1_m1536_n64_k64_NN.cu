@@ -1,5 +1,5 @@
-// measured on NVIDIA H200: 4.6 us, 0.67x the strongest baseline (torch)
-// mma.sync HGEMM: 16x128x64 CTA tile (BM x BN x BK), 1x4 warps, 3-stage cp.async ring, grouped rasterisation (GROUP_M 8)
+// measured on NVIDIA H100 80GB HBM3: 4.1 us, 1.57x the strongest baseline (torch)
+// mma.sync HGEMM: 16x128x64 CTA tile (BM x BN x BK), 1x4 warps, 4-stage cp.async ring, grouped rasterisation (GROUP_M 8)
 #include <hgemm/mma_sync_gemm.cuh>
 
 /*@launch

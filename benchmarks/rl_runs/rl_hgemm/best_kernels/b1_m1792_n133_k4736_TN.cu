@@ -1,17 +1,17 @@
-// mma.sync HGEMM: 64x64x64 CTA tile (BM x BN x BK), 1x2 warps, 2-stage cp.async ring, grouped rasterisation (GROUP_M 8), split-K up to 2
-#include <hgemm/mma_sync_gemm.cuh>
+// Narrow-N HGEMM (N <= 2): B staged in shared memory, 32 lanes a row of A, 4 rows a lane
+#include <hgemm/narrow.cuh>
 
 /*@launch
-entry: mma_sync_64x64x64_w2x2_s2_g8_sk2_mp
-block: 128
-grid: cdiv(M, 64) * cdiv(N, 64), min(2, cdiv(K, 64)), batch
-smem: 49152
-workspace: batch * M * N * 4 + batch * cdiv(M, 64) * cdiv(N, 64) * 4
+entry: narrow_nb2_l32_r4_w1
+block: 256
+grid: cdiv(M, 8), cdiv(N, 2), batch
+smem: 32768
+workspace: 0
 layouts: NN, TN
 @*/
 
-extern "C" __global__ void __launch_bounds__(128, 3)
-mma_sync_64x64x64_w2x2_s2_g8_sk2_mp(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+extern "C" __global__ void __launch_bounds__(256, 4)
+narrow_nb2_l32_r4_w1(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
     int M, int N, int K, int batch, void* workspace) {
-  hgemm::MmaSyncGemm<hgemm::MmaSyncTile<64, 64, 64, 2, 2, 2, 8, hgemm::MisalignedLoads::pair>>::run(A, B, C, M, N, K, batch, workspace);
+  hgemm::Narrow<2, 32, 4, 1, false, 4>::run(A, B, C, M, N, K, batch, workspace);
 }

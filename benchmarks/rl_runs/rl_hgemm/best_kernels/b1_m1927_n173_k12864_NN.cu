@@ -1,17 +1,17 @@
-// mma.sync HGEMM: 64x64x64 CTA tile (BM x BN x BK), 2x2 warps, 3-stage cp.async ring, grouped rasterisation (GROUP_M 8), split-K up to 2
-#include <hgemm/mma_sync_gemm.cuh>
+// Skinny HGEMM (N <= 16) on tensor cores: A streamed into mma fragments, 32 rows a CTA, K shared by 4 warps x 2 CTAs of a cluster, 2 chunks in flight
+#include <hgemm/skinny_mma.cuh>
 
 /*@launch
-entry: mma_sync_64x64x64_w2x2_s3_g8_sk2_mp
+entry: skinny_mma_w4_t4_u2_s2_swap
 block: 128
-grid: cdiv(M, 64) * cdiv(N, 64), min(2, cdiv(K, 64)), batch
-smem: 49152
-workspace: batch * M * N * 4 + batch * cdiv(M, 64) * cdiv(N, 64) * 4
+grid: 2 * cdiv(M, 32), 1, batch * cdiv(N, 16)
+smem: 0
+workspace: 0
 layouts: NN, TN
 @*/
 
-extern "C" __global__ void __launch_bounds__(128, 2)
-mma_sync_64x64x64_w2x2_s3_g8_sk2_mp(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+extern "C" __global__ __cluster_dims__(2, 1, 1) void __launch_bounds__(128, 4)
+skinny_mma_w4_t4_u2_s2_swap(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
     int M, int N, int K, int batch, void* workspace) {
-  hgemm::MmaSyncGemm<hgemm::MmaSyncTile<64, 64, 64, 2, 2, 3, 8, hgemm::MisalignedLoads::pair>>::run(A, B, C, M, N, K, batch, workspace);
+  hgemm::SkinnyMma<4, 4, 2, 2, true>::run(A, B, C, M, N, K, batch, workspace);
 }

@@ -1,17 +1,17 @@
-// Skinny-M HGEMM, TN: 1 rows of C, 2 columns per warp, warp-shuffle reduction, split-K up to 16
-#include <hgemm/skinny.cuh>
+// Narrow-N HGEMM (N <= 2): B staged in shared memory, 32 lanes a row of A, 4 rows a lane
+#include <hgemm/narrow.cuh>
 
 /*@launch
-entry: skinny_tn_m4_npw4_sk16
+entry: narrow_nb2_l32_r4_w1
 block: 256
-grid: cdiv(N, 32), min(16, cdiv(K, 256)), batch * cdiv(M, 4)
-smem: 0
-workspace: batch * M * N * 4 + batch * cdiv(M, 8) * cdiv(N, 32) * 4
-layouts: TN
+grid: cdiv(M, 8), cdiv(N, 2), batch
+smem: 32768
+workspace: 0
+layouts: NN, TN
 @*/
 
-extern "C" __global__ void __launch_bounds__(256, 1)
-skinny_tn_m4_npw4_sk16(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+extern "C" __global__ void __launch_bounds__(256, 4)
+narrow_nb2_l32_r4_w1(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
     int M, int N, int K, int batch, void* workspace) {
-  hgemm::SkinnyTN<4, 4>::run(A, B, C, M, N, K, batch, workspace);
+  hgemm::Narrow<2, 32, 4, 1, false, 4>::run(A, B, C, M, N, K, batch, workspace);
 }

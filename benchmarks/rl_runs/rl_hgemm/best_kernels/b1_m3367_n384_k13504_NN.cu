@@ -1,17 +1,20 @@
-// mma.sync HGEMM: 64x64x64 CTA tile (BM x BN x BK), 2x2 warps, 3-stage cp.async ring, grouped rasterisation (GROUP_M 8), split-K up to 2
-#include <hgemm/mma_sync_gemm.cuh>
+#include <hgemm/wgmma_gemm.cuh>
 
 /*@launch
-entry: mma_sync_64x64x64_w2x2_s3_g8_sk2_mp
-block: 128
-grid: cdiv(M, 64) * cdiv(N, 64), min(2, cdiv(K, 64)), batch
-smem: 49152
-workspace: batch * M * N * 4 + batch * cdiv(M, 64) * cdiv(N, 64) * 4
+entry: wgmma_64x128x64_c1_s6_g8_sk4
+block: 256
+grid: 4 * min(num_sms // 4, cdiv(M, 64) * cdiv(N, 128) * batch)
+smem: 214016
+workspace: 0
 layouts: NN, TN
+tensor_map: A, box=(64, 64), swizzle=128
+tensor_map: B, box=(64, 64), swizzle=128
 @*/
 
-extern "C" __global__ void __launch_bounds__(128, 2)
-mma_sync_64x64x64_w2x2_s3_g8_sk2_mp(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
-    int M, int N, int K, int batch, void* workspace) {
-  hgemm::MmaSyncGemm<hgemm::MmaSyncTile<64, 64, 64, 2, 2, 3, 8, hgemm::MisalignedLoads::pair>>::run(A, B, C, M, N, K, batch, workspace);
+extern "C" __global__ __cluster_dims__(4, 1, 1) void __launch_bounds__(256, 1)
+wgmma_64x128x64_c1_s6_g8_sk4(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+    int M, int N, int K, int batch, void* workspace,
+    const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b) {
+  using namespace hgemm::sm90;
+  wgmma_gemm<64, 128, 1, 6, 8, 1, Epilogue::registers, Loader::tma, 4>({A, B, C, M, N, K, batch, workspace, &tmap_a, &tmap_b});
 }

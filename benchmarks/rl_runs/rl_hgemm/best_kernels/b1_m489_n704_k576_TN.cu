@@ -1,17 +1,17 @@
-// Narrow-N HGEMM (N <= 1): B staged in shared memory, 8 lanes a row of A, 4 rows a lane
-#include <hgemm/narrow.cuh>
+// Skinny HGEMM (M <= 16) on tensor cores: B streamed into mma fragments, 32 columns a CTA, K shared by 4 warps x 2 CTAs of a cluster, 2 chunks in flight
+#include <hgemm/skinny_mma.cuh>
 
 /*@launch
-entry: narrow_nb4_l32_r4_w1
-block: 256
-grid: cdiv(M, 8), cdiv(N, 4), batch
-smem: 32768
+entry: skinny_mma_w4_t4_u2_s2
+block: 128
+grid: 2 * cdiv(N, 32), 1, batch * cdiv(M, 16)
+smem: 0
 workspace: 0
 layouts: NN, TN
 @*/
 
-extern "C" __global__ void __launch_bounds__(256, 4)
-narrow_nb4_l32_r4_w1(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+extern "C" __global__ __cluster_dims__(2, 1, 1) void __launch_bounds__(128, 4)
+skinny_mma_w4_t4_u2_s2(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
     int M, int N, int K, int batch, void* workspace) {
-  hgemm::Narrow<4, 32, 4, 1, false, 16>::run(A, B, C, M, N, K, batch, workspace);
+  hgemm::SkinnyMma<4, 4, 2, 2>::run(A, B, C, M, N, K, batch, workspace);
 }

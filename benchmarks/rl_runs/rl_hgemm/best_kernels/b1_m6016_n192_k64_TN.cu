@@ -1,17 +1,17 @@
-// Skinny-M HGEMM, TN: 2 rows of C, 2 columns per warp, warp-shuffle reduction, split-K up to 16
-#include <hgemm/skinny.cuh>
+// Narrow HGEMM, TN, M <= 4: A staged in shared memory, 32 lanes a row of B, 2 rows a lane, C written transposed
+#include <hgemm/narrow.cuh>
 
 /*@launch
-entry: skinny_tn_m4_npw4_sk16
+entry: narrow_nb4_l32_r2_w1_swap
 block: 256
-grid: cdiv(N, 32), min(16, cdiv(K, 256)), batch * cdiv(M, 4)
-smem: 0
-workspace: batch * M * N * 4 + batch * cdiv(M, 4) * cdiv(N, 16) * 4
+grid: cdiv(N, 16), cdiv(M, 4), batch
+smem: 32768
+workspace: 0
 layouts: TN
 @*/
 
-extern "C" __global__ void __launch_bounds__(256, 2)
-skinny_tn_m4_npw4_sk16(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+extern "C" __global__ void __launch_bounds__(256, 4)
+narrow_nb4_l32_r2_w1_swap(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
     int M, int N, int K, int batch, void* workspace) {
-  hgemm::SkinnyTN<4, 4>::run(A, B, C, M, N, K, batch, workspace);
+  hgemm::Narrow<4, 32, 2, 1, true, 8>::run(A, B, C, M, N, K, batch, workspace);
 }

@@ -1,17 +1,18 @@
-// Skinny-M HGEMM, NN: 1 rows of C x 512 columns per CTA, 4 16-byte B loads in flight per thread, k-groups reduced in shared memory
-#include <hgemm/skinny.cuh>
+// mma.sync HGEMM: 64x64x64 CTA tile (BM x BN x BK), 2x2 warps, 2-stage cp.async ring, grouped rasterisation (GROUP_M 8), split-K up to 4
+#include <hgemm/mma_sync_gemm.cuh>
 
 /*@launch
-entry: skinny_nn_m4_bn256_sk1_u8
-block: 256
-grid: cdiv(N, 512), min(1, cdiv(K, 32)), batch * cdiv(M, 4)
-smem: 32768
-workspace: 0
-layouts: NN
+entry: mma_sync_64x64x64_w2x2_s2_g8_sk4_mp
+block: 128
+grid: cdiv(M, 64) * cdiv(N, 64), min(4, cdiv(K, 32)), batch
+smem: 24576
+workspace: batch * M * N * 4 + batch * cdiv(M, 64) * cdiv(N, 64) * 4
+workspace_zero: kept
+layouts: NN, TN
 @*/
 
-extern "C" __global__ void __launch_bounds__(256, 2)
-skinny_nn_m4_bn256_sk1_u8(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+extern "C" __global__ void __launch_bounds__(128, 3)
+mma_sync_64x64x64_w2x2_s2_g8_sk4_mp(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
     int M, int N, int K, int batch, void* workspace) {
-  hgemm::SkinnyNN<4, 256, 8>::run(A, B, C, M, N, K, batch, workspace);
+  hgemm::MmaSyncGemm<hgemm::MmaSyncTile<64, 64, 32, 2, 2, 2, 8, hgemm::MisalignedLoads::pair>>::run(A, B, C, M, N, K, batch, workspace);
 }

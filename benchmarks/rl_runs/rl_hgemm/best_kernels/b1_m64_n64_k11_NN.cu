@@ -1,17 +1,18 @@
-// Skinny-M HGEMM, NN: 1 rows of C x 512 columns per CTA, 4 16-byte B loads in flight per thread, k-groups reduced in shared memory
-#include <hgemm/skinny.cuh>
+// measured on NVIDIA H100 80GB HBM3: 4.0 us, 1.61x the strongest baseline (cublas)
+// mma.sync HGEMM: 16x128x64 CTA tile (BM x BN x BK), 1x4 warps, 3-stage cp.async ring, grouped rasterisation (GROUP_M 8)
+#include <hgemm/mma_sync_gemm.cuh>
 
 /*@launch
-entry: skinny_nn_m4_bn256_sk1_u8
-block: 256
-grid: cdiv(N, 512), min(1, cdiv(K, 32)), batch * cdiv(M, 4)
-smem: 32768
+entry: mma_sync_16x128x64_w1x4_s3_g8_sk1_mp
+block: 128
+grid: cdiv(M, 16) * cdiv(N, 128), 1, batch
+smem: 55296
 workspace: 0
-layouts: NN
+layouts: NN, TN
 @*/
 
-extern "C" __global__ void __launch_bounds__(256, 2)
-skinny_nn_m4_bn256_sk1_u8(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+extern "C" __global__ void __launch_bounds__(128, 3)
+mma_sync_16x128x64_w1x4_s3_g8_sk1_mp(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
     int M, int N, int K, int batch, void* workspace) {
-  hgemm::SkinnyNN<4, 256, 8>::run(A, B, C, M, N, K, batch, workspace);
+  hgemm::MmaSyncGemm<hgemm::MmaSyncTile<16, 128, 64, 1, 4, 3, 8, hgemm::MisalignedLoads::pair>>::run(A, B, C, M, N, K, batch, workspace);
 }

@@ -1,17 +1,17 @@
-// mma.sync HGEMM: 32x128x64 CTA tile (BM x BN x BK), 1x4 warps, 4-stage cp.async ring, grouped rasterisation (GROUP_M 8)
-#include <hgemm/mma_sync_gemm.cuh>
+// Narrow HGEMM, TN, M <= 16: A staged in shared memory, 8 lanes a row of B, 2 rows a lane, C written transposed
+#include <hgemm/narrow.cuh>
 
 /*@launch
-entry: mma_sync_16x128x64_w1x4_s2_g8_sk1_mp
-block: 128
-grid: cdiv(M, 16) * cdiv(N, 128), 1, batch
-smem: 55296
+entry: narrow_nb16_l8_r2_w1_swap
+block: 256
+grid: cdiv(N, 64), cdiv(M, 16), batch
+smem: 32768
 workspace: 0
-layouts: NN, TN
+layouts: TN
 @*/
 
-extern "C" __global__ void __launch_bounds__(128, 2)
-mma_sync_16x128x64_w1x4_s2_g8_sk1_mp(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+extern "C" __global__ void __launch_bounds__(256, 2)
+narrow_nb16_l8_r2_w1_swap(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
     int M, int N, int K, int batch, void* workspace) {
-  hgemm::MmaSyncGemm<hgemm::MmaSyncTile<16, 128, 64, 1, 4, 2, 8, hgemm::MisalignedLoads::pair>>::run(A, B, C, M, N, K, batch, workspace);
+  hgemm::Narrow<16, 8, 2, 1, true, 16>::run(A, B, C, M, N, K, batch, workspace);
 }

@@ -1,4 +1,4 @@
-// measured on NVIDIA H200: 9.4 us, 0.87x the strongest baseline (torch)
+// measured on NVIDIA H200: 6.9 us, 0.88x the strongest baseline (cublaslt_tuned)
 #include <hgemm/wgmma_gemm.cuh>
 
 /*@launch

@@ -1,4 +1,4 @@
-// measured on NVIDIA H200: 1730.4 us, 1.17x the strongest baseline (pad8_cublas)
+// measured on NVIDIA H200: 65.7 us, 1.24x the strongest baseline (pad8_cublas)
 #include <hgemm/wgmma_gemm.cuh>
 
 /*@launch
@@ -7,6 +7,7 @@ block: 384
 grid: num_sms
 smem: 216064
 workspace: round_up(batch * M * round_up(K, 64) * 2, 1024) + round_up(batch * max(K * round_up(N, 64), N * round_up(K, 64)) * 2, 1024) + 1024
+workspace_zero: kept
 layouts: NN, TN
 tensor_map: A, box=(128, 64), swizzle=128, staged=1
 tensor_map: B, box=(64, 64), swizzle=128, staged=1

@@ -1,4 +1,4 @@
-// measured on NVIDIA H200: 92.8 us, 1.13x the strongest baseline (cublaslt_tuned)
+// measured on NVIDIA H200: 6.7 us, 0.57x the strongest baseline (cublas)
 #include <hgemm/wgmma_gemm.cuh>
 
 /*@launch

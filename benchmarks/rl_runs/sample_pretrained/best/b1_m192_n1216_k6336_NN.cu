@@ -1,4 +1,4 @@
-// measured on NVIDIA H200: 41.0 us, 0.64x the strongest baseline (cublaslt_tuned)
+// measured on NVIDIA H200: 4.9 us, 0.77x the strongest baseline (cublas)
 #include <hgemm/wgmma_gemm.cuh>
 
 /*@launch

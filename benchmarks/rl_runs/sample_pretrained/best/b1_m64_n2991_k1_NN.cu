@@ -1,4 +1,4 @@
-// measured on NVIDIA H200: 3.0 us, 0.94x the strongest baseline (cublas)
+// measured on NVIDIA H100 80GB HBM3: 6.0 us, 0.92x the strongest baseline (cublaslt_tuned)
 // mma.sync HGEMM: 64x64x32 CTA tile (BM x BN x BK), 2x2 warps, 4-stage cp.async ring, grouped rasterisation (GROUP_M 8)
 #include <hgemm/mma_sync_gemm.cuh>
 

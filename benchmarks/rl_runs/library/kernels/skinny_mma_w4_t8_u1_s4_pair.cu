@@ -1,0 +1,17 @@
+// Skinny HGEMM (M <= 16) on tensor cores: B streamed into mma fragments, 64 columns a CTA, K shared by 4 warps x 4 CTAs of a cluster, 1 chunks in flight, unaligned rows read as realigned pairs of 16-byte loads
+#include <hgemm/skinny_mma.cuh>
+
+/*@launch
+entry: skinny_mma_w4_t8_u1_s4_pair
+block: 128
+grid: 4 * cdiv(N, 64), 1, batch * cdiv(M, 16)
+smem: 0
+workspace: 0
+layouts: NN, TN
+@*/
+
+extern "C" __global__ __cluster_dims__(4, 1, 1) void __launch_bounds__(128, 2)
+skinny_mma_w4_t8_u1_s4_pair(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+    int M, int N, int K, int batch, void* workspace) {
+  hgemm::SkinnyMma<4, 8, 1, 4, false, hgemm::MisalignedLoads::pair>::run(A, B, C, M, N, K, batch, workspace);
+}

@@ -1,0 +1,17 @@
+// Skinny HGEMM (M <= 16) on tensor cores: B streamed into mma fragments, 32 columns a CTA, K shared by 8 warps x 4 CTAs of a cluster, 1 chunks in flight, unaligned rows read as realigned pairs of 16-byte loads
+#include <hgemm/skinny_mma.cuh>
+
+/*@launch
+entry: skinny_mma_w8_t4_u1_s4_pair
+block: 256
+grid: 4 * cdiv(N, 32), 1, batch * cdiv(M, 16)
+smem: 0
+workspace: 0
+layouts: NN, TN
+@*/
+
+extern "C" __global__ __cluster_dims__(4, 1, 1) void __launch_bounds__(256, 1)
+skinny_mma_w8_t4_u1_s4_pair(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
+    int M, int N, int K, int batch, void* workspace) {
+  hgemm::SkinnyMma<8, 4, 1, 4, false, hgemm::MisalignedLoads::pair>::run(A, B, C, M, N, K, batch, workspace);
+}

@@ -102,9 +102,9 @@ def model_generator(model_dir: str, settings: SampleSettings) -> Generate:
     def generate(prompts: list[str], k: int) -> list[list[str]]:
         completions = generate_completions(model, tokenizer, prompts, k, settings.max_new_tokens, settings.temperature,
                                            settings.top_p, settings.batch_size, settings.cache_implementation)
-        # The judge's workers are other processes on this GPU: the caching allocator would keep the
-        # batch's KV cache and attention buffers (65 GiB at batch 128 on an 80-GiB card), and the
-        # references of a large batched shape then ran out of memory.
+        # The judge's workers are other processes on this GPU, and the caching allocator would keep what
+        # generation freed (the prefill's attention scores, a dynamic KV cache): 65 GiB of an 80-GiB card
+        # at batch 128, too little left for the references of a large batched shape.
         if on_gpu:
             torch.cuda.empty_cache()
         return completions

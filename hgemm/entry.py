@@ -33,6 +33,10 @@ TIMING_METHODS = ("spin_batch", "sustained", "events")
 # them and the RL curves log each): the inputs' float64 references, verification, the timing's set-up,
 # cuBLASLt's algorithm choice, the timed batches with their checks, and what follows them.
 EVAL_PHASES = ("reference", "verify", "timing_setup", "baseline_algorithms", "timed", "after_timing")
+# The judge's own phases beside them (hgemm.judge.KernelJudge): its parallel compiles, and the worker
+# pool's wall time outside every evaluation's phases on one GPU (worker starts and CUDA contexts, module
+# loads, and the wait for a hung kernel's timeout with the replacing worker's start).
+JUDGE_PHASES = ("compile", "pool_rest")
 STATUSES = ("parse_error", "compile_error", "unsupported", "launch_error", "timeout", "crash", "wrong", "ok")
 
 

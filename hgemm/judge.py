@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
@@ -53,8 +54,8 @@ class KernelJudge:
         # gpus: where the pool times (None: every visible GPU); see hgemm.pool.evaluation_gpus
         self._pool_kw = {"verify_timeout_s": verify_timeout_s, "timing_timeout_s": timing_timeout_s, "gpus": gpus}
         self._pool = None
-        # seconds the GPU evaluations spent per phase (hgemm.evaluate.Phases), summed over every call:
-        # a caller reads the difference across its own calls
+        # seconds per phase, summed over every call (a caller reads the difference across its own calls):
+        # the GPU evaluations' (hgemm.entry.EVAL_PHASES) and the judge's own (JUDGE_PHASES)
         self.phase_seconds: Counter = Counter()
 
     @property
@@ -100,8 +101,10 @@ class KernelJudge:
             layouts = tuple(sorted({p.layout for p in problems[i]}))
             return compile_entry(f"c{i}", texts[i], layouts, self.arch, _variables(first))
 
+        began = time.perf_counter()
         with ThreadPoolExecutor(max_workers=self.compile_workers) as ex:
             compiled = list(ex.map(compile_one, range(len(texts))))
+        self.phase_seconds["compile"] += time.perf_counter() - began
 
         verdicts: list[dict] = []
         by_problem: dict[object, list] = defaultdict(list)
@@ -121,9 +124,13 @@ class KernelJudge:
         if by_problem:
             keys = list(by_problem)
             # the instrument gets each task itself, resolved here (the kernels layer owns the suite)
+            began = time.perf_counter()
             outs = self.pool.run([(p, [e for _, e in by_problem[p]], task_of(p)) for p in keys])
+            pool_seconds = time.perf_counter() - began
             for out in outs:
                 self.phase_seconds.update(out.get("seconds") or {})
+                pool_seconds -= sum((out.get("seconds") or {}).values())
+            self.phase_seconds["pool_rest"] += max(0.0, pool_seconds)
             for p, out in zip(keys, outs):
                 for i, entry in by_problem[p]:
                     r = dict(out["candidates"].get(entry.name, {"status": "harness_error", "error": "no result"}))

@@ -324,13 +324,16 @@ def test_a_family_render_whose_spec_does_not_fit_its_template_is_a_parse_error_n
 
 
 def test_the_evaluators_phases_are_the_ones_the_curves_log():
-    # hgemm.evaluate laps its phases by name; the curves keep a column for each name of EVAL_PHASES
+    # hgemm.evaluate laps its phases by name, the judge counts its own beside them; the curves keep a
+    # column for each
     import re
 
     from conftest import ROOT
-    from hgemm.entry import EVAL_PHASES
+    from hgemm.entry import EVAL_PHASES, JUDGE_PHASES
     from training.grpo import CURVE_KEYS
 
     lapped = re.findall(r'phases\.lap\("(\w+)"\)', (ROOT / "hgemm/evaluate.py").read_text())
     assert tuple(lapped) == EVAL_PHASES
-    assert all(f"kernel/judge_{p}_seconds" in CURVE_KEYS for p in EVAL_PHASES)
+    counted = re.findall(r'phase_seconds\["(\w+)"\]', (ROOT / "hgemm/judge.py").read_text())
+    assert sorted(counted) == sorted(JUDGE_PHASES) and not set(JUDGE_PHASES) & set(EVAL_PHASES)
+    assert all(f"kernel/judge_{p}_seconds" in CURVE_KEYS for p in JUDGE_PHASES + EVAL_PHASES)

@@ -72,6 +72,8 @@ def test_run_sample_on_cpu_keeps_a_compiled_best(tmp_path):
     assert m["shapes"] == 2 and m["heldout_shapes"] == 1 and m["samples"] == 4
     assert set(m["phase_s"]) == {"prompts", "generate", "judge", "records"} and min(m["phase_s"].values()) >= 0
     assert abs(sum(m["phase_s"].values()) - m["wall_s"]) < 1e-6
+    # judging on a CPU is compiling: the judge's only phase here, inside the stage's judging
+    assert set(m["judge_phase_s"]) == {"compile"} and 0 < m["judge_phase_s"]["compile"] <= m["phase_s"]["judge"]
     assert m["statuses"] == {"parse_error": 2, "compiled": 2} and m["shapes_with_best"] == 2
     records = [json.loads(line) for line in (tmp_path / "sample" / "samples.jsonl").read_text().splitlines()]
     assert [r["best"] for r in records] == [False, True, False, True]

@@ -160,14 +160,15 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
     if settings.baselines:
         options.baselines = tuple(settings.baselines)
     judge = judge or KernelJudge(options, arch=settings.compile_arch, verify_timeout_s=settings.verify_timeout_s)
-    gpu_phases_before = dict(getattr(judge, "phase_seconds", {}))
+    phases_before = dict(getattr(judge, "phase_seconds", {}))
     try:
         verdicts = judge.judge(texts, [[p] for p, _ in owners])
     finally:
         judge.close()
     t_judged = time.time()
-    # the GPU evaluations' seconds per phase (hgemm.evaluate.Phases: references, verification, baselines' setup, timing)
-    gpu_phases = {k: v - gpu_phases_before.get(k, 0.0) for k, v in getattr(judge, "phase_seconds", {}).items()}
+    # the judge's seconds per phase: its compiles, the GPU evaluations' phases (hgemm.evaluate.Phases:
+    # references, verification, baselines' setup, timing) and the worker pool's rest (hgemm.entry.JUDGE_PHASES)
+    judge_phases = {k: v - phases_before.get(k, 0.0) for k, v in getattr(judge, "phase_seconds", {}).items()}
 
     best_dir = out / "best"
     best_dir.mkdir(parents=True, exist_ok=True)
@@ -234,7 +235,7 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
         # judging (compiles, verification, the candidates' and baselines' timing), writing the records
         "phase_s": {"prompts": t_prompts - t0, "generate": t_generated - t_prompts, "judge": t_judged - t_generated,
                     "records": t_end - t_judged},
-        "judge_gpu_phase_s": gpu_phases,
+        "judge_phase_s": judge_phases,
     }
 
 

@@ -29,7 +29,7 @@ import torch
 from transformers import AutoConfig, PreTrainedTokenizerBase, TrainerCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
-from hgemm.entry import EVAL_PHASES, EvalOptions
+from hgemm.entry import EVAL_PHASES, JUDGE_PHASES, EvalOptions
 from hgemm.files import write_json
 from hgemm.judge import KernelJudge
 from hgemm.pool import evaluation_gpus, visible_gpus
@@ -237,8 +237,8 @@ CURVE_KEYS = {
     "kernel/verbatim_rate": "verbatim_rate",
     "kernel/timed": "timed",
     "kernel/judge_seconds": "judge_seconds",
-    # the judge's GPU side by phase (hgemm.evaluate.Phases): where a step's judging goes
-    **{f"kernel/judge_{phase}_seconds": f"judge_{phase}_seconds" for phase in EVAL_PHASES},
+    # the judge's phases (its compiles, the GPU evaluations' phases, the pool's rest): where a step's judging goes
+    **{f"kernel/judge_{phase}_seconds": f"judge_{phase}_seconds" for phase in JUDGE_PHASES + EVAL_PHASES},
     "step_time": "step_seconds",
     "kl": "kl",
     "entropy": "entropy",

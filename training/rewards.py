@@ -262,8 +262,9 @@ class KernelReward:
         metrics = batch_metrics(verdicts, rewards, timed=bool(self.judge.gpu))
         # the reward's share of a step (TRL logs the whole step as step_time): compile, verify, time
         metrics["kernel/judge_seconds"] = judge_seconds
-        # ... and its GPU side by phase, summed over the batch's problems (hgemm.evaluate.Phases): the
-        # references, verification, the timing's set-up, cuBLASLt's algorithm choice, the timed batches
+        # ... and by phase: the compiles, the GPU evaluations' phases summed over the batch's problems
+        # (hgemm.evaluate.Phases: the references, verification, the timing's set-up, cuBLASLt's algorithm
+        # choice, the timed batches) and the pool's wall time outside them (hgemm.entry.JUDGE_PHASES)
         metrics |= {f"kernel/judge_{phase}_seconds": v for phase, v in phases.items() if v > 0}
         if self.verbatim is not None:
             metrics["kernel/verbatim_rate"] = sum(self.verbatim.match(t) is not None for t in texts) / (len(texts) or 1)

@@ -172,8 +172,9 @@ def curve_sections(doc: list, inputs: ReportInputs) -> None:
             headers, cells = tables.first_last_table(curves, keys)
             doc.append(("table", headers, cells))
         if (timing := tables.step_time_table(curves)) is not None:
-            doc.append(("p", "Where a step's time went (the judge's phases: its GPU evaluations' references, "
-                             "verification, timing set-up, cuBLASLt's algorithm choice, timed batches, after timing):"))
+            doc.append(("p", "Where a step's time went (the judge's phases: its compiles; its GPU evaluations' "
+                             "references, verification, timing set-up, cuBLASLt's algorithm choice, timed batches, "
+                             "after timing; and the worker pool's rest, from worker starts to hung kernels' timeouts):"))
             doc.append(("table", *timing))
         metrics = inputs.metrics(stage) or {}
         if metrics.get("heldout_curve"):

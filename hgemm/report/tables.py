@@ -236,8 +236,8 @@ def first_last_table(curves: list[dict], keys: list[str]) -> tuple[list[str], li
 
 def step_time_table(curves: list[dict]) -> tuple[list[str], list[list[str]]] | None:
     """Where an RL step's seconds went, in the mean over the logged steps: the whole step, the judging
-    of its completions and the judge's GPU side by phase (hgemm.evaluate.Phases), each also as a share
-    of the step. None where the curves have no step times."""
+    of its completions and the judge's phases (hgemm.entry.JUDGE_PHASES and EVAL_PHASES), each also as
+    a share of the step. None where the curves have no step times."""
     def mean(k):
         xs = [r[k] for r in curves if isinstance(r.get(k), (int, float))]
         return sum(xs) / len(xs) if xs else None

@@ -1,6 +1,6 @@
 """First-call search for `hgemm.matmul`: on a shape its library has no entry for, time the dispatch
-rule's pick, the cost model's next best kernels and the stream-K variants of the first wgmma tiles
-among them once, on the GPU, and keep the fastest that verifies.
+rule's pick, the cost model's next best kernels and the first wgmma tiles among them in their other
+form, stream-K or whole-tile, once, on the GPU, and keep the fastest that verifies.
 
 A dispatch rule picks one kernel for an unseen shape from the cost model's estimates, and the
 estimates are often wrong by more than the kernels differ: on 46 shapes no tune saw, the best of the
@@ -26,17 +26,13 @@ from typing import Callable, NamedTuple
 
 import torch
 
-from kernels_corpus.families import wgmma
-
 from .candidate import parse_candidate
 from .compile import compile_candidate
-from .cost import family, kernel_params
 from .library import Choice, Library, runs_on
 from .problem import Problem
-from .tune import cost_shortlist
+from .tune import STREAMK_SIBLINGS, cost_shortlist, streamk_siblings
 from .verify import check_output, random_tensor
 
-STREAMK_SIBLINGS = 2  # stream-K variants a search adds, of its first wgmma tiles
 SAMPLED_ROWS = 64  # rows of C checked against the float64 product, each whole
 COLUMN_CHUNK = 2048  # columns of the float64 product at a time (bounds its memory on wide shapes)
 WARMUP, LAUNCHES, REPS = 2, 20, 3  # a candidate's time: the lowest of REPS means over LAUNCHES launches
@@ -57,9 +53,9 @@ class Search(NamedTuple):
 
 def candidates(library: Library, problem: Problem, first: Choice, top: int) -> list[Choice]:
     """The dispatch rule's pick, then the cost model's first `top` kernels that can run the problem,
-    then the stream-K variants of the first STREAMK_SIBLINGS wgmma tiles among them that apply
-    (kernels_corpus.families.wgmma.streamk_sibling: no tune has timed stream-K, so the model cannot
-    rank it)."""
+    then the stream-K variants of the first hgemm.tune.STREAMK_SIBLINGS wgmma tiles among them that
+    apply (hgemm.tune.streamk_siblings: the cost model ranks only the kernels its tunes timed, which
+    may hold no stream-K kernel)."""
     out = [first]
     for name, text in cost_shortlist(problem, library, top):
         if name != first.name:
@@ -67,18 +63,11 @@ def candidates(library: Library, problem: Problem, first: Choice, top: int) -> l
             if runs_on(cand, problem):
                 out.append(Choice(name, cand, f"autotune {first.how}"))
     siblings = []
-    for choice in out:
-        params = kernel_params(choice.name)
-        sib = wgmma.streamk_sibling(params) if params and family(params) == "wgmma" else None
-        if sib is None or not wgmma.applicable(sib, problem):
-            continue
-        name = wgmma.name(sib)
-        cand = parse_candidate(wgmma.render(sib))
-        if name not in {c.name for c in out + siblings} and runs_on(cand, problem):
+    for name, text in streamk_siblings([c.name for c in out], problem):
+        cand = parse_candidate(text)
+        if runs_on(cand, problem):
             siblings.append(Choice(name, cand, f"autotune {first.how}"))
-        if len(siblings) == STREAMK_SIBLINGS:
-            break
-    return out + siblings
+    return out + siblings[:STREAMK_SIBLINGS]
 
 
 def compile_all(pairs: list[tuple[Choice, str]]) -> None:

@@ -33,12 +33,12 @@ import json
 import time
 from pathlib import Path
 
-from kernels_corpus.families import FAMILIES, mma_sync, narrow, skinny_mma, small_k, small_k_mma
+from kernels_corpus.families import FAMILIES, mma_sync, narrow, skinny_mma, small_k, small_k_mma, wgmma
 
 from .bench import run_bench
 from .candidate import parse_spec
 from .compile import detect_arch, include_hash
-from .cost import CLUSTER_CTAS_AT_ONCE, streamk_owner_bytes, streamk_work
+from .cost import CLUSTER_CTAS_AT_ONCE, family, kernel_params, streamk_owner_bytes, streamk_work
 from .entry import EvalOptions
 from .envinfo import environment, gpu_info
 from .files import UnreadableFile, config_hash, read_user_text, write_json
@@ -57,6 +57,11 @@ FALLBACK_NAME = mma_sync.name(FALLBACK)
 # left out, as they take seconds a launch at 16384^3 and are never close
 REFERENCES = ("mma_sync", "mma_pipelined")
 DEFAULT_TILES = 5  # distinct tile shapes per family and problem
+# A shortlist's (or a first-call search's) first wgmma tiles are timed in both forms, whole-tile and
+# stream-K, where stream-K applies: it beat the pipeline library's choice on 10 of 42 shapes where the
+# last round is part-filled or the tiles are few (benchmarks/streamk/), and the estimate tells the faster
+# of a stream-K kernel and its whole-tile twin on 83% of the pairs timed (benchmarks/streamk/fit_estimate.py).
+STREAMK_SIBLINGS = 2
 ALL_TILES = 1000  # more tile shapes than any family has: every one that applies
 DEFAULT_TOP = 8  # cost_shortlist: the variants a shape times when the cost model ranks them
 DEPTH = ("stages", "unroll")  # a variant's pipeline depth, apart from its tile shape
@@ -155,7 +160,28 @@ def shortlist(problem: Problem, tiles_per_family: int = DEFAULT_TILES, stages_pe
         for ps in sorted(picked, key=ranked.index):
             ps = sorted(ps, key=lambda p: -max(p.get(k, 0) for k in DEPTH))[:stages_per_tile]
             chosen += [(fam.name(p), fam.render(p)) for p in ps]
-    return chosen
+    return chosen + streamk_siblings([name for name, _ in chosen], problem)[:STREAMK_SIBLINGS]
+
+
+def streamk_siblings(names: list[str], problem: Problem) -> list[tuple[str, str]]:
+    """(name, text) of the other form of each wgmma kernel among `names`, in their order, where stream-K
+    applies to the problem: a whole-tile kernel's stream-K variant (kernels_corpus.families.wgmma
+    .streamk_sibling), a stream-K kernel's whole tile (wgmma.whole_tile) where the family has it; each in
+    the problem's layout and not named already. A caller times the first STREAMK_SIBLINGS of them."""
+    out: dict[str, str] = {}
+    for name in names:
+        params = kernel_params(name)
+        if not params or family(params) != "wgmma":
+            continue
+        streamk = params if params.get("streamk") else wgmma.streamk_sibling(params)
+        if streamk is None or not wgmma.applicable(streamk, problem):
+            continue
+        other = wgmma.whole_tile(params) if params.get("streamk") else streamk
+        name = wgmma.name(other)
+        if name not in names and kernel_params(name) is not None and _layout_ok(text := wgmma.render(other),
+                                                                                problem.layout):
+            out.setdefault(name, text)
+    return list(out.items())
 
 
 def cost_shortlist(problem: Problem, library: Library, top: int) -> list[tuple[str, str]]:

@@ -17,7 +17,7 @@ from hgemm.cost import kernel_params
 from hgemm.library import Library, merge_libraries, pin_library, runs_on
 from hgemm.problem import Problem, load_grid
 from hgemm.shortlist_eval import evaluate
-from hgemm.tune import ALL_TILES, DEFAULT_TOP, cost_shortlist, shortlist
+from hgemm.tune import ALL_TILES, DEFAULT_TOP, STREAMK_SIBLINGS, cost_shortlist, shortlist
 
 # the library scripts/gpu_search_headroom.sh timed beside its search: configs/gpu-rl.yaml's tune.reuse
 PIPELINE_TUNES = [ROOT / f for f in yaml.safe_load((ROOT / "configs/gpu-rl.yaml").read_text())["tune"]["reuse"]]
@@ -69,7 +69,7 @@ def test_the_search_starts_from_the_rules_pick_and_keeps_kernels_that_run(pipeli
     for p in (Problem(1419, 14848, 64), Problem(300, 1001, 777, 3, "TN"), Problem(7, 8649, 3)):
         first = lib.lookup(p)
         found = autotune.candidates(lib, p, first, lib.autotune)
-        assert found[0] is first and len(found) <= lib.autotune + 1 + autotune.STREAMK_SIBLINGS
+        assert found[0] is first and len(found) <= lib.autotune + 1 + STREAMK_SIBLINGS
         assert len({c.name for c in found}) == len(found)
         assert all(runs_on(c.candidate, p) for c in found)
         assert all(c.how.startswith("autotune ") for c in found[1:])
@@ -85,7 +85,7 @@ def test_the_search_adds_the_stream_k_variants_of_its_first_wgmma_tiles(pipeline
     for p in (Problem(2455, 3840, 7680), Problem(128, 512, 7616), Problem(449, 995, 15104, 1, "TN")):
         found = autotune.candidates(lib, p, lib.lookup(p), lib.autotune)
         added = [c for c in found if "_stk" in c.name]
-        assert 1 <= len(added) <= autotune.STREAMK_SIBLINGS and found[-len(added):] == added
+        assert 1 <= len(added) <= STREAMK_SIBLINGS and found[-len(added):] == added
         assert all(wgmma.applicable(kernel_params(c.name), p) and runs_on(c.candidate, p) for c in added)
         tiles = {(q["bm"], q["bn"], q["consumers"]) for c in found[:-len(added)]
                  if (q := kernel_params(c.name)) and "consumers" in q}

@@ -628,3 +628,30 @@ def test_every_committed_library_launches_its_family_kernels_as_the_family_does(
     assert len(folders) >= 10
     stale = {str(folder.relative_to(ROOT)): list(stale_launch_specs(folder)) for folder in folders}
     assert {folder: names for folder, names in stale.items() if names} == {}
+
+
+def test_tune_shortlist_times_its_first_wgmma_tiles_whole_and_stream_k():
+    """Where the last round of tiles leaves two or more SMs a tile idle, or the tiles are few, the tune
+    times its first wgmma tile in both forms, whole-tile and stream-K (hgemm.tune.streamk_siblings), so
+    that it holds stream-K times beside their twins' for its winners and the cost model; neither form is
+    added where stream-K does not apply."""
+    from hgemm.cost import kernel_params
+    from hgemm.problem import Problem
+    from hgemm.tune import STREAMK_SIBLINGS, shortlist
+    from kernels_corpus.families import wgmma
+
+    def tile(params):
+        return params["bm"], params["bn"], params["consumers"], params.get("loader")
+
+    for p in (Problem(2455, 3840, 7680), Problem(128, 512, 7616), Problem(449, 995, 15104, 1, "TN")):
+        for tiles in (1, 2):
+            alone = [name for name, _ in shortlist(p, tiles) if name.startswith("wgmma_")]
+            params = [kernel_params(name) for name in alone]
+            assert all(params), alone  # every kernel timed is one of the family's variants
+            streamk = [q for q in params if q.get("streamk")]
+            assert streamk and all(wgmma.applicable(q, p) for q in streamk), alone
+            first = [q for q in params if tile(q) == tile(params[0])]   # the first tile, in both forms
+            assert any(q.get("streamk") for q in first) and not all(q.get("streamk") for q in first), alone
+            assert len(alone) <= 2 * tiles + STREAMK_SIBLINGS
+    for p in (Problem(4096, 4096, 4096), Problem(4096, 4096, 448)):   # a whole last round; 7 k tiles
+        assert not any("_stk" in name for name, _ in shortlist(p, 2))

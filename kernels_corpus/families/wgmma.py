@@ -209,10 +209,9 @@ def variants() -> list[dict]:
 def streamk_sibling(p: dict) -> dict | None:
     """The stream-K variant of a variant's tile, consumers and loader (its own ring depth and the smem
     epilogue; whatever the variant's cluster or split-K); None for a stream-K variant or a tile with
-    none. The first-call search times it beside the kernels it ranks (hgemm.autotune): the tunes' cost
-    model has no stream-K times to rank it by, and where the last round is part-filled or the tiles are
-    few it can win by a margin (benchmarks/streamk/: 10 of 42 shapes against the pipeline library's
-    choice)."""
+    none. The tune's shortlist and the first-call search time it beside their first wgmma tiles
+    (hgemm.tune.streamk_siblings): where the last round is part-filled or the tiles are few it can win by
+    a margin (benchmarks/streamk/: 10 of 42 shapes against the pipeline library's choice)."""
     if _streamk(p):
         return None
     key = (p["bm"], p["bn"], p["consumers"], p.get("loader", "tma"), _staged_ops(p))

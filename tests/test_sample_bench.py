@@ -85,6 +85,26 @@ def test_run_sample_on_cpu_keeps_a_compiled_best(tmp_path):
     assert "/*@launch" in text and "junk" not in text
 
 
+def test_run_sample_rejects_a_family_render_whose_spec_does_not_fit_its_template(tmp_path):
+    # as the RL rewards do: a wgmma render with another variant's block would launch wrong or hang on the
+    # GPU; it is a parse_error naming the field, and the stage keeps the kernel that compiles
+    from kernels_corpus.families import wgmma
+
+    render = wgmma.render(wgmma.variants()[0])
+    misfit = render.replace("block: 384", "block: 256")
+    assert misfit != render
+
+    def generate(prompts, k):
+        return [[misfit, NAIVE][:k] for _ in prompts]
+
+    m = run_sample(settings(SampleSettings, "sample", grid=SMOKE_GRID, classes=["batched_small"], k=2), generate,
+                   None, str(tmp_path / "sample"))
+    records = [json.loads(line) for line in (tmp_path / "sample" / "samples.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in records] == ["parse_error", "compiled"]
+    assert records[0]["error"].startswith("launch spec does not fit wgmma_gemm<") and "block" in records[0]["error"]
+    assert m["judge_phase_s"]["compile"] > 0 and [r["best"] for r in records] == [False, True]
+
+
 def test_run_sample_says_how_varied_the_samples_are_and_what_they_copy(tmp_path):
     from training.prompts import format_problem_prompt
 

@@ -9,7 +9,9 @@ prompts are bare.
 
 Each candidate goes through hgemm.judge.KernelJudge: with a GPU it is verified and timed against the
 baselines and the fastest verified one is the shape's best; on a CPU it is only parsed and compiled,
-the first compiled one is kept, and every output says nothing was timed.
+the first compiled one is kept, and every output says nothing was timed. A seed-family render whose
+launch spec does not fit its template is a `parse_error` without a compile, as in the RL rewards
+(kernels_corpus.families.consistency.judge_fitting).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from hgemm.judge import KernelJudge
 from hgemm.library import dispatch_library
 from hgemm.problem import Problem, load_grid, select_problems
 from hgemm.summary import geomean
+from kernels_corpus.families.consistency import judge_fitting
 from training.heldout import heldout_problems
 from training.kerneldb import KernelDB
 from training.probe import generation_prompt
@@ -162,7 +165,8 @@ def run_sample(settings: SampleSettings, generate: Generate, heldout_path: str |
     judge = judge or KernelJudge(options, arch=settings.compile_arch, verify_timeout_s=settings.verify_timeout_s)
     phases_before = dict(getattr(judge, "phase_seconds", {}))
     try:
-        verdicts = judge.judge(texts, [[p] for p, _ in owners])
+        # a family render whose launch spec does not fit its template is a parse_error, as in the RL rewards
+        verdicts = judge_fitting(judge.judge, texts, [[p] for p, _ in owners])
     finally:
         judge.close()
     t_judged = time.time()

@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from hgemm.summary import geomean
+from kernels_corpus.families.consistency import judge_fitting
 from training.prompts import completion_to_candidate
 from training.rewards import problems_from_json
 
@@ -97,7 +98,7 @@ def probe_model_sets(model_dir: str, row_sets: dict[str, list[dict]], make_judge
     plists = [problems_from_json(r["problems"]) for _, r in rows for _ in range(settings.k)]
     judge = make_judge()
     try:
-        verdicts = judge.judge(texts, plists)
+        verdicts = judge_fitting(judge.judge, texts, plists)   # as the reward judges them
         timed = bool(judge.gpu)
     except Exception as e:  # a harness failure is data here too, not the end of the stage
         verdicts = [{"status": "harness_error", "error": f"{type(e).__name__}: {e}"} for _ in texts]

@@ -45,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from hgemm.problem import Problem, TaskProblem
-from kernels_corpus.families.consistency import mismatch
+from kernels_corpus.families.consistency import judge_fitting
 from training.kerneldb import KernelDB
 from training.prompts import completion_to_candidate
 
@@ -277,11 +277,7 @@ class KernelReward:
         """Verdicts for the batch, with implausible speedups re-checked; a harness exception becomes
         `harness_error` verdicts instead of stopping training. A family render whose spec does not fit
         its template is a parse_error, not judged."""
-        misfits = {i: why for i, t in enumerate(texts) if (why := mismatch(t))}
-        rest = [i for i in range(len(texts)) if i not in misfits]
-        judged = iter(self._judge([texts[i] for i in rest], [plists[i] for i in rest]) if rest else [])
-        return [{"status": "parse_error", "error": misfits[i], "results": []} if i in misfits else next(judged)
-                for i in range(len(texts))]
+        return judge_fitting(self._judge, texts, plists)
 
     def _judge(self, texts: list[str], plists: list[list]) -> list[dict]:
         try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 from hgemm.candidate import SpecError, parse_spec
 
@@ -94,3 +95,15 @@ def mismatch(text: str) -> str | None:
             return f"launch spec does not fit {key}: {field}: {why(candidates[0])}"
         candidates = fitting
     return None
+
+
+def judge_fitting(judge: Callable[[list[str], list], list[dict]], texts: list[str], problems: list) -> list[dict]:
+    """judge(texts, problems)'s verdicts (hgemm.judge.KernelJudge.judge's form), except that a family
+    render whose launch spec does not fit its template gets a `parse_error` verdict naming the field,
+    without a compile or a launch, where it would launch with the wrong block or cluster, or hang. The
+    RL rewards and the sample stage judge a model's kernels alike through it."""
+    misfits = {i: why for i, t in enumerate(texts) if (why := mismatch(t))}
+    rest = [i for i in range(len(texts)) if i not in misfits]
+    judged = iter(judge([texts[i] for i in rest], [problems[i] for i in rest]) if rest else [])
+    return [{"status": "parse_error", "error": misfits[i], "results": []} if i in misfits else next(judged)
+            for i in range(len(texts))]

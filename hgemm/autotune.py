@@ -53,9 +53,9 @@ class Search(NamedTuple):
 
 def candidates(library: Library, problem: Problem, first: Choice, top: int) -> list[Choice]:
     """The dispatch rule's pick, then the cost model's first `top` kernels that can run the problem,
-    then the stream-K variants of the first hgemm.tune.STREAMK_SIBLINGS wgmma tiles among them that
-    apply (hgemm.tune.streamk_siblings: the cost model ranks only the kernels its tunes timed, which
-    may hold no stream-K kernel)."""
+    then the first hgemm.tune.STREAMK_SIBLINGS wgmma tiles among them in their other form, stream-K or
+    whole-tile, where stream-K applies (hgemm.tune.streamk_siblings: the cost model ranks only the
+    kernels its tunes timed, which may hold no stream-K kernel)."""
     out = [first]
     for name, text in cost_shortlist(problem, library, top):
         if name != first.name:

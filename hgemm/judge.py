@@ -128,8 +128,9 @@ class KernelJudge:
             outs = self.pool.run([(p, [e for _, e in by_problem[p]], task_of(p)) for p in keys])
             pool_seconds = time.perf_counter() - began
             for out in outs:
-                self.phase_seconds.update(out.get("seconds") or {})
-                pool_seconds -= sum((out.get("seconds") or {}).values())
+                phases = out.get("seconds") or {}
+                self.phase_seconds.update(phases)
+                pool_seconds -= sum(phases.values())
             self.phase_seconds["pool_rest"] += max(0.0, pool_seconds)
             for p, out in zip(keys, outs):
                 for i, entry in by_problem[p]:

@@ -169,18 +169,18 @@ def streamk_siblings(names: list[str], problem: Problem) -> list[tuple[str, str]
     .streamk_sibling), a stream-K kernel's whole tile (wgmma.whole_tile) where the family has it; each in
     the problem's layout and not named already. A caller times the first STREAMK_SIBLINGS of them."""
     out: dict[str, str] = {}
-    for name in names:
-        params = kernel_params(name)
-        if not params or family(params) != "wgmma":
+    for params in filter(None, map(kernel_params, names)):
+        if family(params) != "wgmma":
             continue
-        streamk = params if params.get("streamk") else wgmma.streamk_sibling(params)
+        if params.get("streamk"):
+            streamk, other = params, wgmma.whole_tile(params)
+        else:
+            streamk = other = wgmma.streamk_sibling(params)
         if streamk is None or not wgmma.applicable(streamk, problem):
             continue
-        other = wgmma.whole_tile(params) if params.get("streamk") else streamk
-        name = wgmma.name(other)
-        if name not in names and kernel_params(name) is not None and _layout_ok(text := wgmma.render(other),
-                                                                                problem.layout):
-            out.setdefault(name, text)
+        other_name, text = wgmma.name(other), wgmma.render(other)
+        if other_name not in names and kernel_params(other_name) is not None and _layout_ok(text, problem.layout):
+            out.setdefault(other_name, text)
     return list(out.items())
 
 

@@ -75,21 +75,27 @@ def test_the_search_starts_from_the_rules_pick_and_keeps_kernels_that_run(pipeli
         assert all(c.how.startswith("autotune ") for c in found[1:])
 
 
-def test_the_search_adds_the_stream_k_variants_of_its_first_wgmma_tiles(pipeline_library):
-    """No tune has timed stream-K, so the cost model cannot rank it: the search adds the stream-K
-    variant of its first wgmma tiles where one applies (the last round leaves two or more SMs a tile
-    idle, or the tiles are few), and none where it does not."""
+def test_the_search_times_its_first_wgmma_tiles_in_their_other_form(pipeline_library):
+    """The cost model ranks only the kernels its tunes timed, and only one tune timed stream-K
+    (benchmarks/default_search/): after the rule's pick and the ranked kernels the search adds the other
+    form, stream-K or whole-tile, of its first wgmma tiles where stream-K applies (the last round leaves
+    two or more SMs a tile idle, or the tiles are few), and no stream-K kernel where it does not."""
     from kernels_corpus.families import wgmma
 
     lib = pipeline_library
     for p in (Problem(2455, 3840, 7680), Problem(128, 512, 7616), Problem(449, 995, 15104, 1, "TN")):
-        found = autotune.candidates(lib, p, lib.lookup(p), lib.autotune)
-        added = [c for c in found if "_stk" in c.name]
-        assert 1 <= len(added) <= STREAMK_SIBLINGS and found[-len(added):] == added
-        assert all(wgmma.applicable(kernel_params(c.name), p) and runs_on(c.candidate, p) for c in added)
-        tiles = {(q["bm"], q["bn"], q["consumers"]) for c in found[:-len(added)]
+        first = lib.lookup(p)
+        found = autotune.candidates(lib, p, first, lib.autotune)
+        ranked = {first.name} | {name for name, _ in cost_shortlist(p, lib, lib.autotune)}
+        n = next(i for i, c in enumerate(found) if c.name not in ranked)
+        added, before = found[n:], found[:n]
+        assert 1 <= len(added) <= STREAMK_SIBLINGS and all(c.name not in ranked for c in added)
+        assert all(runs_on(c.candidate, p) for c in added)
+        forms = {(q["bm"], q["bn"], q["consumers"], bool(q.get("streamk"))) for c in before
                  if (q := kernel_params(c.name)) and "consumers" in q}
-        assert all((q["bm"], q["bn"], q["consumers"]) in tiles for q in map(kernel_params, (c.name for c in added)))
+        for q in map(kernel_params, (c.name for c in added)):
+            assert (q["bm"], q["bn"], q["consumers"], not q.get("streamk")) in forms   # the other form of a ranked tile
+            assert wgmma.applicable(q if q.get("streamk") else wgmma.streamk_sibling(q), p)
     for p in (Problem(4096, 4096, 448), Problem(1000, 3000, 256)):   # K of 7 and 4 k tiles: no two shares of 4
         found = autotune.candidates(lib, p, lib.lookup(p), lib.autotune)
         assert found and not any("_stk" in c.name for c in found)

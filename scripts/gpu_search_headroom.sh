@@ -12,7 +12,7 @@
 # pipeline's library's choice (configs/gpu-rl.yaml's tune.reuse, merged). The last line of beside.md
 # counts the shapes where the search's winner takes more than 2% off the library's time.
 # Resumable: call again on the same machine, or on a fresh one of the same GPU model with the last
-# call's folder (tar xzf search.tgz here, then carry results/search_headroom). Raw results in $OUT.
+# call's folder (tar xzf search.tgz here, then carry results/NAME). Raw results in $OUT.
 tiles=${1:-99}
 grid=${GRID:-configs/grids/heldout.yaml}
 name=${NAME:-search_headroom}

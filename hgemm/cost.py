@@ -22,7 +22,8 @@ on relative error over every kernel time the tunes recorded:
 - the busiest SM's shared-memory reads: each warp (mma_sync) or consumer warpgroup (wgmma) reads its
   rows of A and columns of B for every k step, so a narrow warp tile (16 x 32) reads far more per
   flop than a square one, which the tile work alone does not tell apart;
-- latency: the K-steps one CTA runs in sequence (a deep K at few tiles is a chain of dependent steps);
+- latency: the K-steps one CTA runs in sequence (a deep K at few tiles is a chain of dependent steps;
+  two CTAs an SM run two such chains side by side, each half as long);
   for the narrow, short-K (both) and skinny tensor-core kernels, waves times the memory waits a lane
   takes in sequence;
 - staged bytes: the operand copies the staged loader makes before its mainloop;
@@ -168,9 +169,9 @@ def features(params: dict, p: Problem) -> list[float]:
     bm, bn, bk = params["bm"], params["bn"], params.get("bk", 64)
     k_share = _cdiv(_cdiv(p.K, split), bk) * bk
     tiles = _cdiv(p.M, bm) * _cdiv(p.N, bn) * p.batch
-    if "consumers" in params:  # persistent, one CTA an SM; split-K within a cluster, through DSMEM
-        per_sm, partials, misaligned = 1, 0, (False, False)
-        at_once = CLUSTER_CTAS_AT_ONCE[params.get("cluster", 1) * split]
+    if "consumers" in params:  # persistent, one CTA an SM (or two); split-K within a cluster, through DSMEM
+        per_sm, partials, misaligned = params.get("ctas_per_sm", 1), 0, (False, False)
+        at_once = CLUSTER_CTAS_AT_ONCE[params.get("cluster", 1) * split] * per_sm
         readers, rows, cols = params["consumers"], bm // params["consumers"], bn
     else:  # min_blocks CTAs share an SM; split-K through an fp32 workspace
         per_sm = params.get("min_blocks", 1)

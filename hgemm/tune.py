@@ -110,6 +110,11 @@ def estimate(params: dict, problem: Problem) -> float:
     waves = _cdiv(ctas, slots)
     work = bm * bn * _cdiv(problem.K, split) / max(1, params.get("min_blocks", 1))
     cost = waves * work / min(1.0, intensity) * staged
+    # Two CTAs an SM (wgmma `ctas_per_sm: 2`, where the tiles outnumber the SMs) measured 1.03-1.46x
+    # the same tile at one (benchmarks/two_ctas/): the waves of the one-CTA grid, less the latency the
+    # second CTA hides; ranked ahead of its twin.
+    if params.get("ctas_per_sm", 1) > 1:
+        cost *= 0.85
     # 2-CTA clusters that multicast B (wgmma `cluster: 2`) measured 1.16-1.44x the same tile where an
     # operand's rows are 16-byte but not 128-byte multiples (4096x4104x4104, 8192x8200x8200), and
     # 0.94-1.01x elsewhere (benchmarks/cluster/): first on the former, after the plain tile

@@ -174,6 +174,18 @@ def test_a_tile_kernel_stores_its_busiest_sms_tiles_in_sequence_with_their_mainl
     assert features(kernel_params("small_k_mma_k64_u2"), p)[epilogue] == 0
 
 
+def test_two_ctas_an_sm_run_the_same_work_as_two_chains_of_half_the_k_steps():
+    # b16 512^3 in 64 x 64 tiles: 1024 tiles. One CTA an SM: 8 waves of 132, each SM 8 tiles of 8 k
+    # steps in sequence. Two: 4 waves of 264, each SM the same 8 tiles, as two chains of 4 tiles.
+    p = Problem(512, 512, 512, 16)
+    one = features(kernel_params("wgmma_64x64x64_c1_s6_g8_es"), p)
+    two = features(kernel_params("wgmma_64x64x64_c1_s6_g8_x2_es"), p)
+    for term in ("tile_work", "smem_reads", "epilogue", "dram_bytes", "l2_bytes"):
+        assert two[FEATURES.index(term)] == one[FEATURES.index(term)], term
+    steps = FEATURES.index("latency")
+    assert one[steps] == 8 * 8 and two[steps] == 4 * 8
+
+
 def test_only_a_staged_kernel_waits_at_a_grid_barrier():
     # 128 x 81 x 1745 NN: N = 81 halves is no 16-byte pitch, so TMA reads B from the staged copy; the
     # barrier's wait is one, whatever the bytes copied

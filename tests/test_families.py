@@ -1039,15 +1039,19 @@ def test_wgmma_spec_and_applicability():
         ops = p.get("stage", "AB") if p.get("loader") == "staged" else ""
         assert [(t.operand, t.box, t.swizzle, t.staged) for t in spec.tensor_maps] == [
             ("A", (p["bm"], 64), 128, "A" in ops), ("B", (64, 64), 128, "B" in ops)]
+        x = p.get("ctas_per_sm", 1)   # CTAs of the persistent grid an SM
         assert spec.block[0] == 128 * (1 + p["consumers"])
-        assert f"__launch_bounds__({spec.block[0]}, 1)" in text
+        assert f"__launch_bounds__({spec.block[0]}, {x})" in text
         grid, _, smem, _ = spec.launch_dims(dict(M=4096, N=4096, K=4096, batch=1, num_sms=132))
+        # two CTAs an SM: one consumer, 32-64 accumulators a thread, both CTAs' smem (with the 1 KB of
+        # barriers and the 1 KB the SM reserves for each) within the SM's 228 KB
+        assert x == 1 or (p["consumers"] == 1 and p["bm"] * p["bn"] <= 8192 and 2 * (smem + 2048) <= 228 * 1024)
         cl, sk = p.get("cluster", 1), p.get("split_k", 1)
         ctas = cl * sk   # a cluster's CTAs; grids are whole clusters
         staged = p.get("loader") == "staged"
         # a staged split grid: no more clusters than the H200 runs at once (66 of 2, 30 of 4, 15 of 8),
         # since its barrier waits for every CTA
-        resident = {2: 66, 4: 28, 8: 14}.get(sk, 132 // ctas) if staged else 132 // ctas
+        resident = {2: 66, 4: 28, 8: 14}.get(sk, 132 // ctas) if staged else 132 * x // ctas
         assert grid == (resident * ctas, 1, 1) and smem <= 227 * 1024
         # ... which the H200 measured (cuOccupancyMaxActiveClusters, hgemm.tune.CLUSTER_CTAS_AT_ONCE)
         assert not (staged and sk > 1) or grid[0] <= CLUSTER_CTAS_AT_ONCE[sk]
@@ -1128,6 +1132,19 @@ def test_wgmma_spec_and_applicability():
     assert wgmma.applicable(stk, Problem(4224, 4224, 4096))        # 726 tiles: 66 left, 2 SMs each
     assert not wgmma.applicable(stk, Problem(4096, 4608, 4096))    # 768 tiles: 108 left, 1 SM each
     assert not wgmma.applicable(stk, Problem(4096, 4096, 448))     # 7 k tiles: no two shares of 4
+    # two CTAs an SM where the tiles outnumber the SMs; where they do not, the one-CTA grid is the same
+    two = dict(bm=64, bn=64, consumers=1, stages=6, group_m=8, epilogue="smem", ctas_per_sm=2)
+    assert two in wgmma.variants() and wgmma.name(two) == "wgmma_64x64x64_c1_s6_g8_x2_es"
+    assert wgmma.applicable(two, Problem(1024, 1024, 1024))        # 256 tiles
+    assert wgmma.applicable(two, Problem(256, 256, 256, 16))       # 256 tiles, batched
+    assert not wgmma.applicable(two, Problem(512, 512, 512))       # 64 tiles
+    assert not any(p.get("ctas_per_sm", 1) > 1 and (p["consumers"] > 1 or p.get("streamk") or p.get("split_k", 1) > 1
+                   or p.get("cluster", 1) > 1 or p.get("loader") == "staged") for p in wgmma.variants())
+    # 128 x 128 with 3 stages and the register epilogue fits twice in smem, but 128 accumulators a thread
+    # take more than half the register file: one CTA an SM
+    assert wgmma._valid(dict(two, bm=128, bn=128, stages=3, epilogue="registers", ctas_per_sm=1))
+    assert not wgmma._valid(dict(two, bm=128, bn=128, stages=3, epilogue="registers"))
+    assert not wgmma._valid(dict(two, bn=128, stages=4))           # two CTAs' rings past 228 KB
     staged_stk = dict(stk, bm=128, bn=128, consumers=1, stages=5, loader="staged", stage="AB")
     assert staged_stk in wgmma.variants()
     assert not wgmma.applicable(staged_stk, Problem(4096, 4096, 4095))   # 1024 tiles: 100 left, 1 SM each
@@ -1150,7 +1167,8 @@ def _wgmma_option_cover() -> list[dict]:
     def keys(p):
         return {("tile", p["bm"], p["bn"], p["consumers"]), ("loader", p.get("loader", "tma"), p.get("stage")),
                 ("epilogue", p.get("epilogue", "registers")), ("cluster", p.get("cluster", 1)),
-                ("split_k", p.get("split_k", 1)), ("streamk", p.get("streamk", 0))}
+                ("split_k", p.get("split_k", 1)), ("streamk", p.get("streamk", 0)),
+                ("ctas_per_sm", p.get("ctas_per_sm", 1))}
 
     vs, covered, picked = wgmma.variants(), set(), []
     everything = set().union(*map(keys, vs))
@@ -1174,7 +1192,8 @@ def test_wgmma_instantiations_compile_clean(tmp_path):
 def _assert_wgmma_compiles_clean(p, tmp_path) -> None:
     text = wgmma.render(p)
     threads = parse_candidate(text).spec.block[0]
-    limit = min(255, 65536 // threads // 8 * 8)   # 384 threads (2 consumers): 168; 256: 255
+    # 384 threads (2 consumers): 168; 256: 255; two CTAs of 256 an SM: 128
+    limit = min(255, 65536 // threads // p.get("ctas_per_sm", 1) // 8 * 8)
     for layout in ("NN", "TN"):
         report = _compile(text, layout, tmp_path, wgmma.name(p))
         assert "C7508" not in report and "setmaxnreg" not in report, report

@@ -85,6 +85,21 @@ def test_family_variants_verify_on_edge_shapes(layout):
     assert not failures, failures
 
 
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_wgmma_two_ctas_an_sm_verify_on_edge_shapes(layout):
+    """`ctas_per_sm: 2`: a grid of 2 * num_sms walking the tiles (4096 x 4096's 64-row tiles, batched
+    ragged ones), every such variant on the edge shapes."""
+    from hgemm.candidate import parse_candidate
+    from hgemm.library import tma_compatible
+    from kernels_corpus.families import wgmma
+
+    variants = [v for v in wgmma.variants() if v.get("ctas_per_sm", 1) > 1]
+    assert len(variants) == 10
+    shapes = [Problem(p.M, p.N, p.K, p.batch, layout) for p in EDGE + TMA_EDGE + [Problem(1000, 1000, 200, 5)]]
+    problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]
+    assert not failures_on_own_shapes(wgmma, variants, problems)
+
+
 def failures_on_own_shapes(fam, variants: list[dict], problems: list[list[Problem]]) -> dict:
     """Each variant of a family judged (verified, not timed) on its own list of problems: {variant name:
     its results that are not `ok`, or the judge's error where it has no results}, the failing ones only."""

@@ -131,6 +131,16 @@ def test_tune_shortlist_prefers_one_copy_and_fuller_last_waves():
     assert any(splits(n) and n.endswith("_stagedA") for n in few), few
     assert any(not splits(n) and "_staged" in n for n in few), few
     assert not any("_staged" in n and splits(n) for n in wgmma_names(Problem(4096, 4096, 4095), 1))
+    # two CTAs an SM ahead of the same tile at one where the tiles outnumber the SMs, absent where not
+    many, few = wgmma_names(Problem(512, 512, 512, 16), 99), wgmma_names(Problem(512, 512, 512), 99)
+    def tile(name):
+        return name.split("_s")[0]
+
+    twos = [n for n in many if "_x2" in n]
+    assert twos and not any("_x2" in n for n in few)
+    for name in twos:
+        twin = next(n for n in many if "_x2" not in n and tile(n) == tile(name) and "_sk" not in n and "_stk" not in n)
+        assert many.index(name) < many.index(twin), (name, twin)
 
 
 def test_tune_shortlist_times_a_skinny_tile_at_both_depths_of_loads_in_flight():

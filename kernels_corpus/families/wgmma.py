@@ -13,7 +13,8 @@ Options: `cluster: 2` (clusters of two CTAs on vertically adjacent tiles, B mult
 warps) or the register epilogue, `split_k: 2 | 4 | 8` (clusters of that many CTAs on one tile, each over a
 share of K, reducing through distributed shared memory), `streamk: 8` (the tiles past the last whole wave
 shared out over the grid by k tile, each split over at most that many CTAs, reducing through the
-workspace), and `loader: staged` with `stage: AB | A | B` (the grid first copies
+workspace), `ctas_per_sm: 2` (a grid of two CTAs an SM, for the one-consumer tiles that fit twice), and
+`loader: staged` with `stage: AB | A | B` (the grid first copies
 the operands whose row pitches TMA refuses into padded rows in its workspace; TMA reads those).
 
 Layouts: both from one text (-DHGEMM_LAYOUT_TN picks). Shapes: TMA needs 16-byte row pitches (K % 8 ==
@@ -116,6 +117,16 @@ STREAMK_TILES = [(128, 256, 2), (128, 192, 2), (128, 128, 2), (128, 128, 1), (12
 STREAMK_STAGED_TILES = [(128, 128, 1)]
 STREAMK_WAYS = 8
 STREAMK_MIN_UNITS = 4   # StreamKTiles::MIN_UNITS in hgemm/streamk.cuh
+# Two CTAs an SM (`ctas_per_sm: 2`): the persistent grid min(2 * num_sms, tiles). One consumer warpgroup
+# of these tiles holds 64-109 registers a thread, and rings of 3-6 stages fit two CTAs' shared memory in
+# an SM's 228 KB, so two of them run on each SM: one's pipeline fill, tile hand-over and epilogue under
+# the other's mainloop. Against one CTA an SM at the same ring (benchmarks/two_ctas/, H100) 1.03-1.17x on
+# the batched small shapes and 1.25-1.46x where a CTA walks two tiles or more of a long K (b16 512^3
+# 20.9 -> 15.8 us, 256 x 4096 x 4096 32.6 -> 22.8); the same time where the tiles are no more than the
+# SMs. Against the best one-CTA kernel of any tile they win 7 of the default grid's 16 slowest shapes, the
+# batched small ones, and lose to deeper rings and two consumers on the large (benchmarks/default_search/).
+TWO_CTA_TILES = [(64, 64, 1), (64, 128, 1), (128, 64, 1)]
+SM_SMEM = 228 * 1024        # shared memory an SM shares out among its CTAs, 1 KB of each reserved
 _G = dict(group_m=8, epilogue="smem")
 # The smem epilogue on each kind of tile and loader, at the ring depth benchmarks/epilogue/ measured
 # (the GPU tests run them all)
@@ -152,10 +163,13 @@ def _smem_bytes(p: dict) -> int:
 def _valid(p: dict) -> bool:
     bm, bn, c = p["bm"], p["bn"], p["consumers"]
     wm = bm // c
+    ctas = _ctas_per_sm(p)
     return (
         bm % c == 0 and c in (1, 2) and wm in (64, 128) and bn % 64 == 0 and 64 <= bn <= 256
         and (wm // 64) * bn // 2 <= 128
         and _smem_bytes(p) + STATIC_SMEM <= SMEM_LIMIT
+        and ctas * (_smem_bytes(p) + STATIC_SMEM + 1024) <= SM_SMEM
+        and (ctas == 1 or ((bm, bn, c) in TWO_CTA_TILES and _plain(p)))
         and 3 <= p["stages"] <= 6
         and _cluster(p) in (1, 2)
         and _split(p) in SPLITS + (1,)
@@ -193,6 +207,10 @@ def variants() -> list[dict]:
         if _stage_bytes(p) <= 24 * 1024 and st < 4:
             continue
         out += [q for q in _epilogues(p) if _valid(q)]
+    for (bm, bn, c), epilogue in itertools.product(TWO_CTA_TILES, ("smem", "registers")):
+        # the two deepest rings that fit twice, with either epilogue (the parked tile takes ring room)
+        out += _deepest(lambda st: dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=8, ctas_per_sm=2,
+                                        **({"epilogue": "smem"} if epilogue == "smem" else {})), 2)
     for (bm, bn, c), split in itertools.product(SPLIT_TILES, SPLITS):
         out += _deepest(lambda st: dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=8, split_k=split), 2)
     for (bm, bn, c), split, ops in itertools.product(STAGED_SPLIT_TILES, SPLITS, ("AB", "A", "B")):
@@ -257,6 +275,16 @@ def _split(p: dict) -> int:
     return p.get("split_k", 1)
 
 
+def _ctas_per_sm(p: dict) -> int:
+    # CTAs of the persistent grid an SM (its size min(ctas * num_sms, tiles)); 1: one an SM
+    return p.get("ctas_per_sm", 1)
+
+
+def _plain(p: dict) -> bool:
+    # whole tiles through TMA, one CTA a tile: no clusters, split-K, stream-K or staged copies
+    return _cluster(p) == 1 and _split(p) == 1 and not _streamk(p) and not _staged(p)
+
+
 def _streamk(p: dict) -> int:
     # the most CTAs a stream-K tile is split over; 0: whole tiles only (or cluster split-K)
     return p.get("streamk", 0)
@@ -270,6 +298,8 @@ def name(p: dict) -> str:
         base += f"_sk{_split(p)}"
     if _streamk(p):
         base += f"_stk{_streamk(p)}"
+    if _ctas_per_sm(p) > 1:
+        base += f"_x{_ctas_per_sm(p)}"
     if _epilogue_smem(p):
         base += "_es"
     if _staged(p):
@@ -307,6 +337,9 @@ def applicable(p: dict, problem) -> bool:
     if _streamk(p):
         rest = tiles % NUM_SMS
         return rest != 0 and NUM_SMS // rest >= 2 and -(-problem.K // BK) >= 2 * STREAMK_MIN_UNITS
+    # Two CTAs an SM where the tiles outnumber the SMs: on fewer the grid is the one-CTA kernel's.
+    if _ctas_per_sm(p) > 1 and tiles <= NUM_SMS:
+        return False
     # Large tiles on problems with fewer CTAs than half the SMs leave most of the GPU idle.
     return p["bm"] * p["bn"] <= 128 * 128 or tiles * _split(p) >= NUM_SMS // 2
 
@@ -356,7 +389,8 @@ def _grid(p: dict) -> str:
     if _staged(p):  # every SM copies, whatever the number of tiles (CTAs without a tile only copy)
         return "grid: num_sms" if cl == 1 else f"grid: num_sms // {cl} * {cl}"
     if cl == 1:
-        return f"grid: min(num_sms, cdiv(M, {p['bm']}) * cdiv(N, {p['bn']}) * batch)"
+        sms = "num_sms" if _ctas_per_sm(p) == 1 else f"{_ctas_per_sm(p)} * num_sms"
+        return f"grid: min({sms}, cdiv(M, {p['bm']}) * cdiv(N, {p['bn']}) * batch)"
     # whole clusters, one a group of `cl` tile rows (the last may stick out past M)
     return f"grid: {cl} * min(num_sms // {cl}, cdiv(cdiv(M, {p['bm']}), {cl}) * cdiv(N, {p['bn']}) * batch)"
 
@@ -381,7 +415,7 @@ def render(p: dict) -> str:
 
 {spec_text(p)}
 
-extern "C" __global__ {cluster}void __launch_bounds__({_threads(p)}, 1)
+extern "C" __global__ {cluster}void __launch_bounds__({_threads(p)}, {_ctas_per_sm(p)})
 {name(p)}(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
     int M, int N, int K, int batch, void* workspace,
     const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b) {{

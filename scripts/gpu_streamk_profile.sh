@@ -4,7 +4,8 @@
 #      spec's grid and smaller ones;
 #   2. the kernels of the shapes in $NCU (indices into the list below, default "0 1") under Nsight
 #      Compute: DRAM and L2 traffic, stall reasons.
-# Raw results and logs in $OUT.
+# Raw results and logs in $OUT. PAIRS="SHAPE@VARIANT ..." profiles those wgmma kernels instead (any
+# variant; a stream-K one beside its whole-tile twin), every one of them under Nsight Compute.
 source scripts/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
 pairs=(
@@ -17,7 +18,9 @@ pairs=(
 )
 profiled=()
 for i in ${NCU:-0 1}; do profiled+=("${pairs[$i]}"); done
-timeout 200 python3 benchmarks/streamk/profile.py "${pairs[@]}" --grids 131,120,66 \
+grids=131,120,66
+if [ -n "${PAIRS:-}" ]; then read -r -a pairs <<< "$PAIRS"; profiled=("${pairs[@]}"); grids=; fi
+timeout 200 python3 benchmarks/streamk/profile.py "${pairs[@]}" --grids "$grids" \
   --out "$OUT/streamk_profile.json" 2>&1 | tee "$OUT/streamk_profile.log"
 timeout 200 ncu --clock-control none --profile-from-start off \
   --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \

@@ -1140,10 +1140,12 @@ def test_wgmma_spec_and_applicability():
     assert not wgmma.applicable(two, Problem(512, 512, 512))       # 64 tiles
     assert not any(p.get("ctas_per_sm", 1) > 1 and (p["consumers"] > 1 or p.get("streamk") or p.get("split_k", 1) > 1
                    or p.get("cluster", 1) > 1 or p.get("loader") == "staged") for p in wgmma.variants())
-    # 128 x 128 with 3 stages and the register epilogue fits twice in smem, but 128 accumulators a thread
-    # take more than half the register file: one CTA an SM
-    assert wgmma._valid(dict(two, bm=128, bn=128, stages=3, epilogue="registers", ctas_per_sm=1))
-    assert not wgmma._valid(dict(two, bm=128, bn=128, stages=3, epilogue="registers"))
+    # 128 x 128 with 3 stages and the register epilogue fits twice (its accumulators from the producer's
+    # registers), but loses to one CTA with a deeper ring there (benchmarks/two_ctas/): no variant
+    x2_128 = dict(bm=128, bn=128, consumers=1, stages=3, group_m=8, ctas_per_sm=2)   # the register epilogue
+    assert wgmma._valid(dict(x2_128, ctas_per_sm=1)) and not wgmma._valid(x2_128)
+    assert 2 * (wgmma._smem_bytes(x2_128) + wgmma.STATIC_SMEM + 1024) <= wgmma.SM_SMEM
+    assert "wgmma_gemm<128, 128, 1, 3, 8, 1, Epilogue::registers, Loader::tma, 1, 0, 2>" in wgmma.render(x2_128)
     assert not wgmma._valid(dict(two, bn=128, stages=4))           # two CTAs' rings past 228 KB
     staged_stk = dict(stk, bm=128, bn=128, consumers=1, stages=5, loader="staged", stage="AB")
     assert staged_stk in wgmma.variants()

@@ -63,6 +63,25 @@ def test_the_wgmma_example_compiles_clean(tmp_path):
         assert "C7508" not in r.stderr and "serializ" not in r.stderr.lower(), r.stderr
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+def test_the_register_split_moves_registers_only_where_the_accumulators_need_them(tmp_path):
+    """warpgroup.cuh's RegisterSplit, checked by the compiler: two consumers take the producer's
+    registers (232 a thread); two CTAs an SM of one consumer do where 128 accumulators a thread would not
+    fit beside the rest in 128 (216), not with 64 or fewer; one CTA of one consumer never does."""
+    src = tmp_path / "split.cu"
+    src.write_text("""#include <hgemm/warpgroup.cuh>
+using namespace hgemm::sm90;
+static_assert(RegisterSplit<2, 1, 128>::kReallocate && RegisterSplit<2, 1, 128>::kConsumer == 232, "");
+static_assert(RegisterSplit<2, 1, 64>::kReallocate && RegisterSplit<2, 1, 64>::kLaunch == 168, "");
+static_assert(RegisterSplit<1, 2, 128>::kReallocate && RegisterSplit<1, 2, 128>::kConsumer == 216, "");
+static_assert(RegisterSplit<1, 2, 128>::kLaunch == 128 && RegisterSplit<1, 2, 128>::kProducer == 40, "");
+static_assert(!RegisterSplit<1, 2, 64>::kReallocate && !RegisterSplit<1, 2, 32>::kReallocate, "");
+static_assert(!RegisterSplit<1, 1, 128>::kReallocate, "");
+""")
+    r = _nvcc(src, tmp_path / "split.cubin")
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
 def test_wgmma_renders_are_short_instantiations():
     """A render is the include, the spec and one entry that instantiates the template: under 1,000
     bytes, so under 1,000 tokens for any byte-level tokenizer, and no CUDA beyond the entry."""

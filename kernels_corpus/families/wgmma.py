@@ -125,6 +125,10 @@ STREAMK_MIN_UNITS = 4   # StreamKTiles::MIN_UNITS in hgemm/streamk.cuh
 # 20.9 -> 15.8 us, 256 x 4096 x 4096 32.6 -> 22.8); the same time where the tiles are no more than the
 # SMs. Against the best one-CTA kernel of any tile they win 7 of the default grid's 16 slowest shapes, the
 # batched small ones, and lose to deeper rings and two consumers on the large (benchmarks/default_search/).
+# 128 x 128 fits twice only at 3 stages with the register epilogue (its 128 accumulators a thread from the
+# producer's registers, CTAS_PER_SM in the template): 1.18-1.27x its one-CTA twin on 2048^3, 4096^3 and
+# b4 1024^3 (0.88x on b64 256^3 and b256 128^3), but slower than the one-CTA 128 x 128 with 5 stages and
+# the parked epilogue on every shape of benchmarks/two_ctas/, so it is no variant.
 TWO_CTA_TILES = [(64, 64, 1), (64, 128, 1), (128, 64, 1)]
 SM_SMEM = 228 * 1024        # shared memory an SM shares out among its CTAs, 1 KB of each reserved
 _G = dict(group_m=8, epilogue="smem")
@@ -397,13 +401,15 @@ def _grid(p: dict) -> str:
 
 def template_args(p: dict) -> str:
     """The wgmma_gemm template arguments of a variant: BM, BN, CONSUMERS, STAGES, GROUP_M, CLUSTER,
-    EPILOGUE, LOADER, then SPLITK where it splits and SPLITK, STREAMK for stream-K (the layout comes from
-    -DHGEMM_LAYOUT_TN)."""
+    EPILOGUE, LOADER, then SPLITK where it splits, SPLITK, STREAMK for stream-K and SPLITK, STREAMK,
+    CTAS_PER_SM for two CTAs an SM (the layout comes from -DHGEMM_LAYOUT_TN)."""
     epilogue = "Epilogue::smem" if _epilogue_smem(p) else "Epilogue::registers"
     loader = f"Loader::staged_{_staged_ops(p).lower()}" if _staged(p) else "Loader::tma"
     split = f", {_split(p)}" if _split(p) > 1 else ""
     if _streamk(p):
         split = f", 1, {_streamk(p)}"
+    if _ctas_per_sm(p) > 1:
+        split = f", 1, 0, {_ctas_per_sm(p)}"
     return (f"{p['bm']}, {p['bn']}, {p['consumers']}, {p['stages']}, {p['group_m']}, {_cluster(p)}, "
             f"{epilogue}, {loader}{split}")
 

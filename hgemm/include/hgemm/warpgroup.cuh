@@ -22,27 +22,36 @@ __device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.
 template <int REGS>
 __device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS)); }
 
-// The register split of one producer warpgroup and CONSUMERS consumer warpgroups. With two consumers
-// (384 threads, 168 registers each at launch) the producer gives registers back and the consumers
-// take them: 128 * 40 + 2 * 128 * 232 = 64512 <= 65536 registers of the SM. With one consumer (256
-// threads) every thread can already hold 255 registers, so nothing moves.
-template <int CONSUMERS>
+// The register split of one producer warpgroup and CONSUMERS consumer warpgroups, CTAS_PER_SM of
+// whose CTAs share an SM, for consumers holding ACC_REGS accumulator registers a thread. A launch gives
+// every thread the same share of the SM's 65536 registers; the producer, which needs few, gives most
+// of its share back and the consumers take it, where they need it: with two consumers (384 threads,
+// 168 registers each at launch: 128 * 40 + 2 * 128 * 232 = 64512), and with two CTAs an SM of one
+// consumer whose accumulators take more than half the 128 a thread (128 * 40 + 128 * 216 = 32768, the
+// CTA's half of the SM). One CTA of one consumer (256 threads) can already hold 255 a thread.
+template <int CONSUMERS, int CTAS_PER_SM = 1, int ACC_REGS = 0>
 struct RegisterSplit {
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one producer and one or two consumer warpgroups");
-  static constexpr bool kReallocate = CONSUMERS > 1;
+  static_assert(CTAS_PER_SM == 1 || (CTAS_PER_SM == 2 && CONSUMERS == 1), "two CTAs an SM: one consumer");
+  static constexpr int kShare = 65536 / (CTAS_PER_SM * 128 * (CONSUMERS + 1));   // a thread's, at launch
+  static constexpr int kLaunch = (kShare < 255 ? kShare : 255) / 8 * 8;          // allocated in 8s
+  static constexpr bool kReallocate = CONSUMERS > 1 || 2 * ACC_REGS > kShare;
   static constexpr int kProducer = 40;
-  static constexpr int kConsumer = 232;
-  static_assert(!kReallocate || 128 * kProducer + CONSUMERS * 128 * kConsumer <= 65536, "register budget");
+  static constexpr int kConsumer = (kLaunch + (kLaunch - kProducer) / CONSUMERS) / 8 * 8;
+  static_assert(!kReallocate || 128 * kProducer + CONSUMERS * 128 * kConsumer <= 65536 / CTAS_PER_SM,
+                "register budget");
 };
 // First thing a producer warpgroup does: give registers back.
-template <int CONSUMERS>
+template <int CONSUMERS, int CTAS_PER_SM = 1, int ACC_REGS = 0>
 __device__ __forceinline__ void producer_registers() {
-  if constexpr (RegisterSplit<CONSUMERS>::kReallocate) setmaxnreg_dec<RegisterSplit<CONSUMERS>::kProducer>();
+  using Split = RegisterSplit<CONSUMERS, CTAS_PER_SM, ACC_REGS>;
+  if constexpr (Split::kReallocate) setmaxnreg_dec<Split::kProducer>();
 }
 // First thing a consumer warpgroup does: take them.
-template <int CONSUMERS>
+template <int CONSUMERS, int CTAS_PER_SM = 1, int ACC_REGS = 0>
 __device__ __forceinline__ void consumer_registers() {
-  if constexpr (RegisterSplit<CONSUMERS>::kReallocate) setmaxnreg_inc<RegisterSplit<CONSUMERS>::kConsumer>();
+  using Split = RegisterSplit<CONSUMERS, CTAS_PER_SM, ACC_REGS>;
+  if constexpr (Split::kReallocate) setmaxnreg_inc<Split::kConsumer>();
 }
 
 }  // namespace sm90

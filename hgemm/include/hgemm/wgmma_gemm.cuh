@@ -34,10 +34,14 @@
 //             with fewer tiles than SMs. The grid is num_sms CTAs, no cluster; tiles that are split
 //             are stored from registers. With a staged loader the slots follow the copies and the
 //             barrier's counters in the workspace.
+//   CTAS_PER_SM  1, or 2: the entry's __launch_bounds__(256, 2) and a grid of min(2 * num_sms, tiles)
+//             put two CTAs of one consumer on each SM, one's fill, hand-over and epilogue under the
+//             other's mainloop; where the accumulators take more than half a thread's 128 registers
+//             the producer hands its registers to the consumer (warpgroup.cuh).
 //   TN        the B layout (defaults to the one the harness compiles for: -DHGEMM_LAYOUT_TN).
 //
-// With two consumer warpgroups the producer gives registers back and the consumers take them
-// (warpgroup.cuh). M, N and K need not be multiples of the tile: TMA zero-fills out-of-range rows and
+// With two consumer warpgroups, or two CTAs an SM of 128 x 128 tiles, the producer gives registers back
+// and the consumers take them (warpgroup.cuh). M, N and K need not be multiples of the tile: TMA zero-fills out-of-range rows and
 // columns of a box (so partial K tiles contribute 0), and the epilogues predicate C stores.
 //
 // The launch spec of an instantiation: block = WgmmaShape<...>::kThreads, smem = ::kSmemBytes, grid
@@ -97,7 +101,7 @@ struct WgmmaShape {
 
 template <int BM, int BN, int CONSUMERS, int STAGES, int GROUP_M = 8, int CLUSTER = 1,
           Epilogue EPILOGUE = Epilogue::smem, Loader LOADER = Loader::tma, int SPLITK = 1, int STREAMK = 0,
-          bool TN = kLayoutTN>
+          int CTAS_PER_SM = 1, bool TN = kLayoutTN>
 __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   using S = WgmmaShape<BM, BN, CONSUMERS, STAGES, EPILOGUE, SPLITK>;
   using SplitK = typename S::SplitK;
@@ -153,7 +157,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
 
   if (wg == 0) {
     // ------------------------------------------------------------ producer warpgroup
-    producer_registers<CONSUMERS>();
+    producer_registers<CONSUMERS, CTAS_PER_SM, MT * BN / 2>();
     if (threadIdx.x == 0) {
       tma_prefetch(args.tmap_a);
       tma_prefetch(args.tmap_b);
@@ -223,7 +227,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
     }
   } else {
     // ------------------------------------------------------------ consumer warpgroups
-    consumer_registers<CONSUMERS>();
+    consumer_registers<CONSUMERS, CTAS_PER_SM, MT * BN / 2>();
     const int cw = wg - 1;                       // this consumer's row slab: WM rows at cw * WM
     const int warp = warpgroup_warp();           // warp within the warpgroup: rows 16*warp..+15
     const int lane = lane_index();

@@ -16,5 +16,5 @@ wgmma_64x64x64_c1_s6_g8_x2_es(const __half* __restrict__ A, const __half* __rest
     int M, int N, int K, int batch, void* workspace,
     const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b) {
   using namespace hgemm::sm90;
-  wgmma_gemm<64, 64, 1, 6, 8, 1, Epilogue::smem, Loader::tma>({A, B, C, M, N, K, batch, workspace, &tmap_a, &tmap_b});
+  wgmma_gemm<64, 64, 1, 6, 8, 1, Epilogue::smem, Loader::tma, 1, 0, 2>({A, B, C, M, N, K, batch, workspace, &tmap_a, &tmap_b});
 }

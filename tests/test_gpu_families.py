@@ -100,6 +100,26 @@ def test_wgmma_two_ctas_an_sm_verify_on_edge_shapes(layout):
     assert not failures_on_own_shapes(wgmma, variants, problems)
 
 
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_wgmma_split_and_streamk_rings_past_six_verify_on_edge_shapes(layout):
+    """The template takes rings deeper than the family's 6 stages: the small tiles' split-K and stream-K
+    kernels at 8 and 12 stages, as far as shared memory holds them (benchmarks/deep_ring/), on the edge
+    shapes TMA serves (a ring longer than the k tiles, K tails, ragged tiles, batch) and a few-tile long-K
+    one."""
+    from hgemm.candidate import parse_candidate
+    from hgemm.library import tma_compatible
+    from kernels_corpus.families import wgmma
+
+    forms = [dict(split_k=4), dict(split_k=8), dict(streamk=wgmma.STREAMK_WAYS, epilogue="smem")]
+    variants = [p for (bm, bn) in ((64, 64), (128, 64), (64, 128)) for f in forms for st in (8, 12)
+                if wgmma._valid(dict(p := dict(bm=bm, bn=bn, consumers=1, stages=st, group_m=8, **f), stages=6))
+                and wgmma._smem_bytes(p) + wgmma.STATIC_SMEM <= wgmma.SMEM_LIMIT]
+    assert len(variants) == 12
+    shapes = [Problem(p.M, p.N, p.K, p.batch, layout) for p in EDGE + TMA_EDGE + [Problem(128, 512, 7616)]]
+    problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]
+    assert not failures_on_own_shapes(wgmma, variants, problems)
+
+
 def failures_on_own_shapes(fam, variants: list[dict], problems: list[list[Problem]]) -> dict:
     """Each variant of a family judged (verified, not timed) on its own list of problems: {variant name:
     its results that are not `ok`, or the judge's error where it has no results}, the failing ones only."""

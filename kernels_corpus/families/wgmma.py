@@ -120,9 +120,9 @@ STREAMK_MIN_UNITS = 4   # StreamKTiles::MIN_UNITS in hgemm/streamk.cuh
 # Two CTAs an SM (`ctas_per_sm: 2`): the persistent grid min(2 * num_sms, tiles). One consumer warpgroup
 # of these tiles holds 64-109 registers a thread, and rings of 3-6 stages fit two CTAs' shared memory in
 # an SM's 228 KB, so two of them run on each SM: one's pipeline fill, tile hand-over and epilogue under
-# the other's mainloop. Against one CTA an SM at the same ring (benchmarks/two_ctas/, H100) 1.03-1.17x on
-# the batched small shapes and 1.25-1.46x where a CTA walks two tiles or more of a long K (b16 512^3
-# 20.9 -> 15.8 us, 256 x 4096 x 4096 32.6 -> 22.8); the same time where the tiles are no more than the
+# the other's mainloop. Against one CTA an SM at the same ring (benchmarks/two_ctas/, H100) 1.04-1.17x on
+# the batched small shapes and 1.25-1.63x where a CTA walks two tiles or more of a long K (b16 512^3
+# 20.6 -> 15.5 us, 256 x 4096 x 4096 32.3 -> 22.5); the same time where the tiles are no more than the
 # SMs. Against the best one-CTA kernel of any tile they win 7 of the default grid's 16 slowest shapes, the
 # batched small ones, and lose to deeper rings and two consumers on the large (benchmarks/default_search/).
 # 128 x 128 fits twice only at 3 stages with the register epilogue (its 128 accumulators a thread from the

@@ -41,8 +41,9 @@
 //   TN        the B layout (defaults to the one the harness compiles for: -DHGEMM_LAYOUT_TN).
 //
 // With two consumer warpgroups, or two CTAs an SM of 128 x 128 tiles, the producer gives registers back
-// and the consumers take them (warpgroup.cuh). M, N and K need not be multiples of the tile: TMA zero-fills out-of-range rows and
-// columns of a box (so partial K tiles contribute 0), and the epilogues predicate C stores.
+// and the consumers take them (warpgroup.cuh). M, N and K need not be multiples of the tile: TMA
+// zero-fills out-of-range rows and columns of a box (so partial K tiles contribute 0), and the epilogues
+// predicate C stores.
 //
 // The launch spec of an instantiation: block = WgmmaShape<...>::kThreads, smem = ::kSmemBytes, grid
 // min(num_sms, tiles) (clusters: whole clusters; staged: num_sms, every CTA copies; staged with

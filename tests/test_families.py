@@ -1144,7 +1144,7 @@ def test_wgmma_spec_and_applicability():
     # registers), but loses to one CTA with a deeper ring there (benchmarks/two_ctas/): no variant
     x2_128 = dict(bm=128, bn=128, consumers=1, stages=3, group_m=8, ctas_per_sm=2)   # the register epilogue
     assert wgmma._valid(dict(x2_128, ctas_per_sm=1)) and not wgmma._valid(x2_128)
-    assert 2 * (wgmma._smem_bytes(x2_128) + wgmma.STATIC_SMEM + 1024) <= wgmma.SM_SMEM
+    assert wgmma.sm_holds(x2_128)
     assert "wgmma_gemm<128, 128, 1, 3, 8, 1, Epilogue::registers, Loader::tma, 1, 0, 2>" in wgmma.render(x2_128)
     assert not wgmma._valid(dict(two, bn=128, stages=4))           # two CTAs' rings past 228 KB
     staged_stk = dict(stk, bm=128, bn=128, consumers=1, stages=5, loader="staged", stage="AB")

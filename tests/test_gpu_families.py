@@ -106,14 +106,12 @@ def test_wgmma_split_and_streamk_rings_past_six_verify_on_edge_shapes(layout):
     kernels at 8 and 12 stages, as far as shared memory holds them (benchmarks/deep_ring/), on the edge
     shapes TMA serves (a ring longer than the k tiles, K tails, ragged tiles, batch) and a few-tile long-K
     one."""
+    from benchmarks.deep_ring import make_kernels as deep_ring
     from hgemm.candidate import parse_candidate
     from hgemm.library import tma_compatible
     from kernels_corpus.families import wgmma
 
-    forms = [dict(split_k=4), dict(split_k=8), dict(streamk=wgmma.STREAMK_WAYS, epilogue="smem")]
-    variants = [p for (bm, bn) in ((64, 64), (128, 64), (64, 128)) for f in forms for st in (8, 12)
-                if wgmma._valid(dict(p := dict(bm=bm, bn=bn, consumers=1, stages=st, group_m=8, **f), stages=6))
-                and wgmma._smem_bytes(p) + wgmma.STATIC_SMEM <= wgmma.SMEM_LIMIT]
+    variants = [p for p in deep_ring.variants() if p["stages"] > 6]
     assert len(variants) == 12
     shapes = [Problem(p.M, p.N, p.K, p.batch, layout) for p in EDGE + TMA_EDGE + [Problem(128, 512, 7616)]]
     problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kernels_corpus.families import wgmma
 
-# (bm, bn, form): cluster split-K 4 and 8 ways, stream-K over at most 8 CTAs (the parked epilogue)
+# the forms: cluster split-K 4 and 8 ways, stream-K over at most 8 CTAs (the parked epilogue)
 FORMS = [dict(split_k=4), dict(split_k=8), dict(streamk=wgmma.STREAMK_WAYS, epilogue="smem")]
 TILES = [(64, 64), (128, 64), (64, 128)]
 DEPTHS = (6, 8, 12)
@@ -24,16 +24,18 @@ def fits(p: dict) -> bool:
     return wgmma._valid(dict(p, stages=6)) and wgmma._smem_bytes(p) + wgmma.STATIC_SMEM <= wgmma.SMEM_LIMIT
 
 
+def variants() -> list[dict]:
+    """Every tile and form at each depth in DEPTHS that shared memory holds."""
+    return [p for bm, bn in TILES for form in FORMS for stages in DEPTHS
+            if fits(p := dict(bm=bm, bn=bn, consumers=1, stages=stages, group_m=8, **form))]
+
+
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    for (bm, bn), form in ((t, f) for t in TILES for f in FORMS):
-        for stages in DEPTHS:
-            p = dict(bm=bm, bn=bn, consumers=1, stages=stages, group_m=8, **form)
-            if not fits(p):
-                continue
-            name = wgmma.name(p)
-            (out / f"{name}.cu").write_text(wgmma.render(p))
-            print(name)
+    for p in variants():
+        name = wgmma.name(p)
+        (out / f"{name}.cu").write_text(wgmma.render(p))
+        print(name)
 
 
 if __name__ == "__main__":

@@ -164,6 +164,12 @@ def _smem_bytes(p: dict) -> int:
     return p["stages"] * _stage_bytes(p) + parked + reduce + 1024
 
 
+def sm_holds(p: dict) -> bool:
+    """The shared memory of the variant's CTAs an SM (`ctas_per_sm`), each with its barriers and the
+    1 KB the SM reserves for it, within the SM's."""
+    return _ctas_per_sm(p) * (_smem_bytes(p) + STATIC_SMEM + 1024) <= SM_SMEM
+
+
 def _valid(p: dict) -> bool:
     bm, bn, c = p["bm"], p["bn"], p["consumers"]
     wm = bm // c
@@ -172,7 +178,7 @@ def _valid(p: dict) -> bool:
         bm % c == 0 and c in (1, 2) and wm in (64, 128) and bn % 64 == 0 and 64 <= bn <= 256
         and (wm // 64) * bn // 2 <= 128
         and _smem_bytes(p) + STATIC_SMEM <= SMEM_LIMIT
-        and ctas * (_smem_bytes(p) + STATIC_SMEM + 1024) <= SM_SMEM
+        and sm_holds(p)
         and (ctas == 1 or ((bm, bn, c) in TWO_CTA_TILES and _plain(p)))
         and 3 <= p["stages"] <= 6
         and _cluster(p) in (1, 2)

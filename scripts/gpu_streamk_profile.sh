@@ -4,8 +4,9 @@
 #      spec's grid and smaller ones;
 #   2. the kernels of the shapes in $NCU (indices into the list below, default "0 1") under Nsight
 #      Compute: DRAM and L2 traffic, stall reasons.
-# Raw results and logs in $OUT. PAIRS="SHAPE@VARIANT ..." profiles those wgmma kernels instead (any
-# variant; a stream-K one beside its whole-tile twin), every one of them under Nsight Compute.
+# Raw results and logs in $OUT. PAIRS="SHAPE@KERNEL ..." profiles those instead, every one under Nsight
+# Compute: any seed-family kernel (a stream-K one beside its whole-tile twin), or `torch` for the kernels
+# torch.matmul (cuBLAS) runs on the shape.
 source scripts/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
 pairs=(
@@ -27,4 +28,4 @@ timeout 200 ncu --clock-control none --profile-from-start off \
   --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,lts__t_bytes.sum \
   python3 benchmarks/streamk/profile.py "${profiled[@]}" --ncu > "$OUT/ncu.txt" 2>&1
 echo "ncu: rc $?"
-grep -E "wgmma_|Duration|dram__bytes|lts__t_sector_hit|lts__t_bytes|Memory Throughput|DRAM Throughput|Stall|Warp Cycles Per Issued" "$OUT/ncu.txt" | head -80
+grep -E ", Context |Duration|dram__bytes|lts__t_sector_hit|lts__t_bytes|Memory Throughput|DRAM Throughput|Stall|Warp Cycles Per Issued" "$OUT/ncu.txt" | head -80

@@ -1,6 +1,8 @@
-"""Where a stream-K kernel's time goes: each variant beside its whole-tile twin on one shape, timed
-with the L2 warm (the same inputs every launch) and cold (a 256 MB write between launches), at the
-spec's grid and at smaller ones (the kernel's split follows gridDim, so any grid is correct).
+"""Where a kernel's time goes: each seed-family kernel on one shape, a stream-K one beside its whole-tile
+twin, timed with the L2 warm (the same inputs every launch) and cold (a 256 MB write between launches),
+a stream-K one at the spec's grid and at smaller ones (its split follows gridDim, so any grid is
+correct). `SHAPE@torch` runs torch.matmul on the shape instead: under Nsight Compute the kernels cuBLAS
+picks show by name beside the family's.
 
     python benchmarks/streamk/profile.py 4096x4096x14336@wgmma_128x256x64_c2_s3_g8_stk8_es ... \
         [--grids 132,120] [--out OUT.json]
@@ -23,10 +25,10 @@ import sys
 import torch
 
 from hgemm.candidate import parse_candidate
-from hgemm.cost import kernel_params, streamk_split
+from hgemm.cost import family_text, kernel_params, streamk_split
 from hgemm.entry import compile_entry
 from hgemm.evaluate import GemmEvaluator
-from hgemm.params import gemm_param_buffer
+from hgemm.params import gemm_param_buffer, workspace_to_zero
 from hgemm.problem import Problem
 from hgemm.verify import check_output, reference
 from kernels_corpus.families import wgmma
@@ -41,9 +43,11 @@ def parse_shape(text: str) -> Problem:
 
 
 def launcher(ev: GemmEvaluator, name: str, problem: Problem, A, B, C):
-    """The loaded kernel, its parameters, the spec's (grid, block, smem) and its workspace (zeroed once:
-    the stream-K kernels keep it zero)."""
-    text = wgmma.render(kernel_params(name))
+    """The loaded kernel, its parameters, the spec's (grid, block, smem) and its workspace, zeroed once
+    (the split-K and stream-K kernels keep it zero; main fills the others' before each launch)."""
+    text = family_text(name)
+    if text is None:
+        raise RuntimeError(f"{name}: no seed-family kernel has that name")
     entry, status = compile_entry(name, text, layouts=(problem.layout,))
     if entry is None:
         raise RuntimeError(f"{name}: {status['status']}: {status.get('error', '')[:500]}")
@@ -114,8 +118,9 @@ def time_us(run, flush: torch.Tensor | None) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("pairs", nargs="+", help="SHAPE@VARIANT, a stream-K variant (its twin is added)")
-    ap.add_argument("--grids", default="", help="grids besides the spec's, comma-separated (stream-K only)")
+    ap.add_argument("pairs", nargs="+", help="SHAPE@KERNEL: a seed-family kernel (a stream-K one's twin is "
+                    "added) or torch (torch.matmul)")
+    ap.add_argument("--grids", default="", help="grids besides the spec's, comma-separated (stream-K kernels)")
     ap.add_argument("--ncu", action="store_true", help="one launch each between cudaProfilerStart and Stop")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -129,19 +134,35 @@ def main(argv=None) -> int:
         A = torch.randn(problem.a_shape, device="cuda", generator=gen).half()
         B = torch.randn(problem.b_shape, device="cuda", generator=gen).half()
         ref = reference(A, B, problem.layout)
-        for kname in (name, wgmma.name(wgmma.whole_tile(kernel_params(name)))):
+        params = kernel_params(name)
+        twin = [wgmma.name(wgmma.whole_tile(params))] if params and params.get("streamk") else []
+        for kname in [name] + twin:
             C = torch.full(problem.c_shape, float("nan"), dtype=torch.float16, device="cuda")
-            kernel, buf, (grid, block, smem), _ = launcher(ev, kname, problem, A, B, C)
-            grids = [grid[0]] + ([int(g) for g in args.grids.split(",") if g] if kname == name else [])
-            for g in grids:
-                run = lambda g=g: kernel.launch((g,) + tuple(grid[1:]), block, buf, smem)
+            if kname == "torch":
+                b = B.transpose(-1, -2) if problem.layout == "TN" else B
+                runs = [(0, lambda b=b, C=C: torch.matmul(A, b, out=C))]
+            else:
+                kernel, buf, (grid, block, smem), W = launcher(ev, kname, problem, A, B, C)
+                # a kernel that does not keep its workspace zero gets it filled before each launch, as
+                # the harness does (and times)
+                spec = parse_candidate(family_text(kname)).spec
+                fill = workspace_to_zero(spec, problem, W) if spec.zero_each_launch else None
+                extra = [int(g) for g in args.grids.split(",") if g] if twin and kname == name else []
+
+                def launch(g, kernel=kernel, buf=buf, grid=grid, block=block, smem=smem, fill=fill):
+                    if fill is not None:
+                        fill.zero_()
+                    kernel.launch((g,) + tuple(grid[1:]), block, buf, smem)
+                runs = [(g, lambda g=g, launch=launch: launch(g)) for g in [grid[0]] + extra]
+            for g, run in runs:
                 run()
                 torch.cuda.synchronize()
                 report = check_output(C, *ref, problem.K)
                 ok = report.ok
                 if not ok:
                     print(f"{shape} {kname} grid {g}: {report.detail}", flush=True)
-                    print(diagnose(C, A, B, ref, problem, kernel_params(kname), g), flush=True)
+                    if params and kname != "torch":
+                        print(diagnose(C, A, B, ref, problem, kernel_params(kname), g), flush=True)
                 if args.ncu:
                     torch.cuda.profiler.start()
                     run()

@@ -10,7 +10,7 @@
 //   columns       spread_column (the B column order that leaves each lane 8 consecutive columns of C)
 //   scheduling    grouped_tile (grouped rasterisation), k_tile_range (split-K share)
 //   split-K       splitk_arrive_last (per-tile counter in the workspace after the fp32 partials),
-//                 splitk_take and splitk_reset (the reducing CTA leaves the workspace zero)
+//                 splitk_take_tile and splitk_reset (the reducing CTA leaves the workspace zero)
 #pragma once
 
 #include <cuda_fp16.h>
@@ -172,19 +172,40 @@ __device__ __forceinline__ bool splitk_arrive_last(void* workspace, long long mn
   return last;
 }
 
-// The reducing CTA's last step (after splitk_arrive_last returned true and it read the tile back,
-// clearing each partial sum it read): the tile's counter back to zero. Every split has arrived, so
+// The reducing CTA's last step (after splitk_arrive_last returned true and splitk_take_tile read the
+// tile back, clearing each partial sum it read): the tile's counter back to zero. Every split has arrived, so
 // nothing else touches them; the next launch finds the workspace as the first did (`workspace_zero:
 // kept`: no launch zero-fills it).
 __device__ __forceinline__ void splitk_reset(void* workspace, long long mn_total, long long tile) {
   if (threadIdx.x == 0) reinterpret_cast<int*>(reinterpret_cast<float*>(workspace) + mn_total)[tile] = 0;
 }
 
-// A partial sum read back by the reducing CTA, and cleared for the next launch.
-__device__ __forceinline__ float splitk_take(float* p) {
-  const float v = __ldcg(p);  // the partials of other SMs, not L1
-  __stcg(p, 0.f);
-  return v;
+// The reducing CTA's read-back (after splitk_arrive_last returned true): the ROWS x COLS tile at (row0,
+// col0) of the fp32 partial sums `ws` (M x N, row-major) converted into C and cleared for the next
+// launch. Each thread loads up to 16 partial sums before it stores any: the compiler does not move a
+// load above a store to C (for all it knows C and the workspace overlap), so a loop that loads,
+// converts and stores one element at a time waits one L2 round trip per element, in sequence.
+template <int NT, int ROWS, int COLS>
+__device__ __forceinline__ void splitk_take_tile(float* ws, __half* Cb, int row0, int col0, int M, int N) {
+  constexpr int PER = (ROWS * COLS + NT - 1) / NT;  // elements a thread reduces
+  constexpr int BATCH = PER < 16 ? PER : 16;         // of them loaded at once
+#pragma unroll 1
+  for (int j0 = 0; j0 < PER; j0 += BATCH) {
+    float v[BATCH];
+#pragma unroll
+    for (int j = 0; j < BATCH; ++j) {
+      const int i = threadIdx.x + (j0 + j) * NT, r = row0 + i / COLS, c = col0 + i % COLS;
+      v[j] = i < ROWS * COLS && r < M && c < N ? __ldcg(ws + (long long)r * N + c) : 0.f;  // not L1: other SMs wrote them
+    }
+#pragma unroll
+    for (int j = 0; j < BATCH; ++j) {
+      const int i = threadIdx.x + (j0 + j) * NT, r = row0 + i / COLS, c = col0 + i % COLS;
+      if (i < ROWS * COLS && r < M && c < N) {
+        Cb[(long long)r * N + c] = __float2half_rn(v[j]);
+        __stcg(ws + (long long)r * N + c, 0.f);
+      }
+    }
+  }
 }
 
 }  // namespace hgemm

@@ -286,10 +286,7 @@ struct MmaSyncGemm {
     }
     const long long tile = bz * tiles_m * tiles_n + tm * tiles_n + tn;
     if (!splitk_arrive_last(workspace, (long long)batch * M * N, tile)) return;
-    for (int i = threadIdx.x; i < BM * BN; i += NT) {
-      const int r = o.m0 + i / BN, c = o.n0 + i % BN;
-      if (r < M && c < N) Cb[(long long)r * N + c] = __float2half_rn(splitk_take(ws + (long long)r * N + c));
-    }
+    splitk_take_tile<NT, BM, BN>(ws, Cb, o.m0, o.n0, M, N);
     splitk_reset(workspace, (long long)batch * M * N, tile);  // the workspace as the launch found it
   }
 

@@ -9,7 +9,7 @@
 //     and the warp reduces with shuffles.
 // Grid: (column tiles, k splits, batch * cdiv(M, MT)). With gridDim.y > 1 the partials go to a
 // zero-filled fp32 workspace (batch * M * N floats, then an int counter per CTA column and z) and
-// the last CTA of a tile converts it (splitk_arrive_last), leaving the workspace zero (splitk_take,
+// the last CTA of a tile converts it (splitk_arrive_last), leaving the workspace zero (splitk_take_tile,
 // splitk_reset). Rows beyond M read a clamped (valid) A row
 // and are never stored; columns beyond N are guarded. Misaligned rows (N % 8 for NN-B, K % 8 for A
 // and TN-B, or unaligned base pointers) take a guarded element-wise loop chosen at run time.
@@ -145,10 +145,7 @@ struct SkinnyNN {
     if (gridDim.y == 1) return;
     const long long tile = (long long)blockIdx.z * gridDim.x + blockIdx.x;
     if (!splitk_arrive_last(workspace, mn, tile)) return;
-    for (int i = threadIdx.x; i < MT * BN; i += NT) {
-      const int row = m0 + i / BN, col = blockIdx.x * BN + i % BN;
-      if (row < M && col < N) Cb[(long long)row * N + col] = __float2half_rn(splitk_take(ws + (long long)row * N + col));
-    }
+    splitk_take_tile<NT, MT, BN>(ws, Cb, m0, blockIdx.x * BN, M, N);
     splitk_reset(workspace, mn, tile);
   }
 };
@@ -247,10 +244,7 @@ struct SkinnyTN {
     if (gridDim.y == 1) return;
     const long long tile = (long long)blockIdx.z * gridDim.x + blockIdx.x;
     if (!splitk_arrive_last(workspace, (long long)batch * M * N, tile)) return;
-    for (int i = threadIdx.x; i < MT * BN; i += NT) {
-      const int row = m0 + i / BN, col = blockIdx.x * BN + i % BN;
-      if (row < M && col < N) Cb[(long long)row * N + col] = __float2half_rn(splitk_take(ws + (long long)row * N + col));
-    }
+    splitk_take_tile<NT, MT, BN>(ws, Cb, m0, blockIdx.x * BN, M, N);
     splitk_reset(workspace, (long long)batch * M * N, tile);
   }
 };

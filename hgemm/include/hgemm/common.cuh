@@ -173,9 +173,9 @@ __device__ __forceinline__ bool splitk_arrive_last(void* workspace, long long mn
 }
 
 // The reducing CTA's last step (after splitk_arrive_last returned true and splitk_take_tile read the
-// tile back, clearing each partial sum it read): the tile's counter back to zero. Every split has arrived, so
-// nothing else touches them; the next launch finds the workspace as the first did (`workspace_zero:
-// kept`: no launch zero-fills it).
+// tile back, clearing each partial sum it read): the tile's counter back to zero. Every split has
+// arrived, so nothing else touches them; the next launch finds the workspace as the first did
+// (`workspace_zero: kept`: no launch zero-fills it).
 __device__ __forceinline__ void splitk_reset(void* workspace, long long mn_total, long long tile) {
   if (threadIdx.x == 0) reinterpret_cast<int*>(reinterpret_cast<float*>(workspace) + mn_total)[tile] = 0;
 }
@@ -195,7 +195,8 @@ __device__ __forceinline__ void splitk_take_tile(float* ws, __half* Cb, int row0
 #pragma unroll
     for (int j = 0; j < BATCH; ++j) {
       const int i = threadIdx.x + (j0 + j) * NT, r = row0 + i / COLS, c = col0 + i % COLS;
-      v[j] = i < ROWS * COLS && r < M && c < N ? __ldcg(ws + (long long)r * N + c) : 0.f;  // not L1: other SMs wrote them
+      // __ldcg: at L2, not L1, where other SMs' partial sums are
+      v[j] = i < ROWS * COLS && r < M && c < N ? __ldcg(ws + (long long)r * N + c) : 0.f;
     }
 #pragma unroll
     for (int j = 0; j < BATCH; ++j) {

@@ -269,7 +269,7 @@ def test_wgmma_streamk_verifies_at_any_grid(layout):
         B = torch.randn(problem.b_shape, device="cuda", generator=gen).half()
         ref = reference(A, B, problem.layout)
         C = torch.empty(problem.c_shape, dtype=torch.float16, device="cuda")
-        kernel, buf, (grid, block, smem), W = launcher(ev, name, problem, A, B, C)
+        kernel, buf, (grid, block, smem), W, _ = launcher(ev, name, problem, A, B, C)
         for g in (grid[0], 120, 100, 64, 33):
             for rep in range(3):
                 C.fill_(float("nan"))

@@ -17,6 +17,7 @@ Nsight Compute's counters cover exactly the kernels named. A shape is MxNxK[xBAT
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import statistics
@@ -43,8 +44,9 @@ def parse_shape(text: str) -> Problem:
 
 
 def launcher(ev: GemmEvaluator, name: str, problem: Problem, A, B, C):
-    """The loaded kernel, its parameters, the spec's (grid, block, smem) and its workspace, zeroed once
-    (the split-K and stream-K kernels keep it zero; main fills the others' before each launch)."""
+    """The loaded kernel, its parameters, the spec's (grid, block, smem), its workspace, zeroed once (the
+    split-K and stream-K kernels keep it zero), and the part of it to fill before each launch (None for
+    those that keep it zero, as the harness does)."""
     text = family_text(name)
     if text is None:
         raise RuntimeError(f"{name}: no seed-family kernel has that name")
@@ -57,7 +59,8 @@ def launcher(ev: GemmEvaluator, name: str, problem: Problem, A, B, C):
     ws_bytes = cand.spec.workspace(env)
     W = torch.zeros(max(1, -(-ws_bytes // 2)), dtype=torch.float16, device="cuda") if ws_bytes else None
     dims = ev.launch_setup(kernel, cand.spec, problem)
-    return kernel, gemm_param_buffer(cand.spec, problem, A, B, C, W, kernel.param_layout), dims, W
+    fill = workspace_to_zero(cand.spec, problem, W) if cand.spec.zero_each_launch else None
+    return kernel, gemm_param_buffer(cand.spec, problem, A, B, C, W, kernel.param_layout), dims, W, fill
 
 
 def diagnose(C, A, B, ref, problem: Problem, params: dict, grid: int) -> str:
@@ -140,20 +143,16 @@ def main(argv=None) -> int:
             C = torch.full(problem.c_shape, float("nan"), dtype=torch.float16, device="cuda")
             if kname == "torch":
                 b = B.transpose(-1, -2) if problem.layout == "TN" else B
-                runs = [(0, lambda b=b, C=C: torch.matmul(A, b, out=C))]
+                runs = [(0, functools.partial(torch.matmul, A, b, out=C))]
             else:
-                kernel, buf, (grid, block, smem), W = launcher(ev, kname, problem, A, B, C)
-                # a kernel that does not keep its workspace zero gets it filled before each launch, as
-                # the harness does (and times)
-                spec = parse_candidate(family_text(kname)).spec
-                fill = workspace_to_zero(spec, problem, W) if spec.zero_each_launch else None
+                kernel, buf, (grid, block, smem), _, fill = launcher(ev, kname, problem, A, B, C)
                 extra = [int(g) for g in args.grids.split(",") if g] if twin and kname == name else []
 
-                def launch(g, kernel=kernel, buf=buf, grid=grid, block=block, smem=smem, fill=fill):
+                def launch(g):  # used before the next kernel rebinds what it reads
                     if fill is not None:
-                        fill.zero_()
+                        fill.zero_()  # timed with the kernel, as the harness times it
                     kernel.launch((g,) + tuple(grid[1:]), block, buf, smem)
-                runs = [(g, lambda g=g, launch=launch: launch(g)) for g in [grid[0]] + extra]
+                runs = [(g, functools.partial(launch, g)) for g in [grid[0]] + extra]
             for g, run in runs:
                 run()
                 torch.cuda.synchronize()
@@ -161,7 +160,7 @@ def main(argv=None) -> int:
                 ok = report.ok
                 if not ok:
                     print(f"{shape} {kname} grid {g}: {report.detail}", flush=True)
-                    if params and kname != "torch":
+                    if params:  # a family kernel (torch has none)
                         print(diagnose(C, A, B, ref, problem, kernel_params(kname), g), flush=True)
                 if args.ncu:
                     torch.cuda.profiler.start()

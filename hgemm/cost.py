@@ -16,7 +16,8 @@ on relative error over every kernel time the tunes recorded:
   split-K, and why a tile that leaves most of a last wave idle loses, which no nearby tuned shape may show;
   for a stream-K kernel, the busiest CTA's whole tiles and its share of the split tiles' k tiles
   (streamk_work), with its partial sums in the split-K term;
-- L2-to-SM bytes: every tile's share of A and B rows (small tiles re-read the operands more often;
+- L2-to-SM bytes: every tile's share of A and B rows (small tiles re-read the operands more often; a
+  2-CTA wgmma cluster's shared A or B tile counts once for the two;
   a narrow-N kernel's CTAs each stage all of B; the skinny tensor-core kernel's column blocks each read
   all of A);
 - the busiest SM's shared-memory reads: each warp (mma_sync) or consumer warpgroup (wgmma) reads its
@@ -173,12 +174,16 @@ def features(params: dict, p: Problem) -> list[float]:
         per_sm, partials, misaligned = params.get("ctas_per_sm", 1), 0, (False, False)
         at_once = CLUSTER_CTAS_AT_ONCE[params.get("cluster", 1) * split] * per_sm
         readers, rows, cols = params["consumers"], bm // params["consumers"], bn
+        # a 2-CTA cluster's shared operand tile leaves L2 once for both CTAs (TMA multicast)
+        cl = params.get("cluster", 1)
+        a_rows, b_cols = (bm / cl, bn) if params.get("multicast") == "A" else (bm, bn / cl)
     else:  # min_blocks CTAs share an SM; split-K through an fp32 workspace
         per_sm = params.get("min_blocks", 1)
         at_once = NUM_SMS * per_sm
         partials = 8 * p.batch * p.M * p.N * split if split > 1 else 0
         readers, rows, cols = params["warps_m"] * params["warps_n"], bm // params["warps_m"], bn // params["warps_n"]
         misaligned = misaligned_rows(params, p)
+        a_rows, b_cols = bm, bn
     staged = sum(4 * p.batch * (p.M * p.K if op == "A" else p.K * p.N)
                  for op in (params.get("stage", "") if params.get("loader") == "staged" else ""))
     barrier = float(params.get("loader") == "staged")
@@ -187,7 +192,7 @@ def features(params: dict, p: Problem) -> list[float]:
         return [1.0, dram, partials, bm * bn * units * bk, tiles * (bm + bn) * k_share,
                 readers * (rows + cols) * units * bk, float(units), staged, 0.0, _cdiv(tiles, NUM_SMS) * bm * bn, barrier]
     waves = _cdiv(tiles * split, at_once)
-    return [1.0, dram, partials, waves * per_sm * bm * bn * k_share, tiles * split * (bm + bn) * k_share,
+    return [1.0, dram, partials, waves * per_sm * bm * bn * k_share, tiles * split * (a_rows + b_cols) * k_share,
             waves * per_sm * readers * (rows + cols) * k_share, waves * k_share / bk, staged,
             waves * per_sm * (bm * misaligned[0] + bn * misaligned[1]) * k_share, waves * per_sm * bm * bn, barrier]
 

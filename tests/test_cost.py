@@ -218,6 +218,17 @@ def test_two_column_blocks_of_a_narrow_kernel_read_the_walked_operand_twice():
     assert two[l2] == 2 * (96 * 2) * 4 * 5312 and one[l2] == 2 * 96 * 7 * 5312
 
 
+def test_a_cluster_reads_its_shared_operand_tile_from_l2_once_for_both_ctas():
+    # 2048^3 in 256 x 128 tiles: 128 tiles of 32 k tiles; sharing A two CTAs pull 128 + 128 rows a k
+    # step instead of 256 + 128, sharing B 256 + 64
+    p = Problem(2048, 2048, 2048)
+    plain = dict(bm=256, bn=128, consumers=2, stages=3, group_m=8, epilogue="smem")
+    l2 = FEATURES.index("l2_bytes")
+    assert features(plain, p)[l2] == 128 * (256 + 128) * 2048
+    assert features(dict(plain, cluster=2, multicast="A"), p)[l2] == 128 * (128 + 128) * 2048
+    assert features(dict(plain, cluster=2), p)[l2] == 128 * (256 + 64) * 2048
+
+
 def _synthetic(coef: dict[str, list[float]], kernels: dict[str, dict], shapes: list[Problem]):
     return {p.key: {n: float(np.dot(coef[family(params)], features(params, p))) for n, params in kernels.items()}
             for p in shapes}

@@ -1153,6 +1153,26 @@ def test_wgmma_spec_and_applicability():
     assert wgmma.applicable(staged_stk, Problem(1041, 256, 11201))        # 18 tiles, all split
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+def test_wgmma_clusters_sharing_a_group_tile_columns(tmp_path):
+    """`multicast: A`: a cluster is two horizontally adjacent tiles, so its grid counts groups of two tile
+    columns (the last may stick out past N) where a B-sharing one counts groups of two tile rows; the
+    entry instantiates Multicast::a and compiles clean."""
+    p = dict(bm=256, bn=128, consumers=2, stages=3, group_m=8, epilogue="smem", cluster=2, multicast="A")
+    assert wgmma._valid(p) and not wgmma._valid(dict(p, cluster=1)) and not wgmma._valid(dict(p, multicast="C"))
+    text = wgmma.render(p)
+    assert wgmma.name(p) == "wgmma_256x128x64_c2_s3_g8_cl2a_es"
+    assert "__cluster_dims__(2, 1, 1)" in text and "Epilogue::smem, Loader::tma, 1, 0, 1, Multicast::a>" in text
+    spec = parse_candidate(text).spec
+    by_rows = parse_candidate(wgmma.render(dict(p, multicast="B"))).spec
+    for (m, n), cols, rows in (((256, 640), 3, 1), ((768, 128), 1, 2), ((4096, 4096), 16, 8)):
+        env = dict(M=m, N=n, K=64, batch=1, num_sms=132)
+        # 640 columns: 5 tiles, 3 groups of two (the last one's peer past N); 768 rows: 3 tiles, 2 groups
+        assert spec.launch_dims(env)[0] == (2 * min(66, -(-m // 256) * cols), 1, 1)
+        assert by_rows.launch_dims(env)[0] == (2 * min(66, rows * -(-n // 128)), 1, 1)
+    _assert_wgmma_compiles_clean(p, tmp_path)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
 def test_wgmma_all_variants_compile_clean(tmp_path):

@@ -101,6 +101,38 @@ def test_wgmma_two_ctas_an_sm_verify_on_edge_shapes(layout):
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_mma_sync_32_row_tiles_verify_on_edge_shapes(layout):
+    """The mma.sync template at the 32-row tiles of benchmarks/small_tiles/ (32 x 32 and 32 x 64, warps of
+    16 x 16 and 16 x 32), every ring and split, on the edge shapes (odd pitches through the register
+    path, K shorter than one split a k tile, batch) and the class's small long-K shapes."""
+    from benchmarks.small_tiles import make_kernels as small_tiles
+    from kernels_corpus.families import mma_sync
+
+    variants = small_tiles.variants(small_tiles.SMALL)
+    assert len(variants) == 40
+    shapes = [Problem(p.M, p.N, p.K, p.batch, layout) for p in EDGE + [Problem(143, 704, 305), Problem(67, 73, 4480)]]
+    assert not failures_on_own_shapes(mma_sync, variants, [shapes] * len(variants))
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_wgmma_clusters_sharing_either_operand_verify_on_edge_shapes(layout):
+    """2-CTA clusters sharing B (vertically adjacent tiles) or A (horizontally adjacent), every tile of
+    benchmarks/multicast/ at its deepest ring, on the edge shapes TMA serves and two whose last cluster
+    has its second tile wholly past M (4097 x 72 x 264) or past N (130 x 4104 x 264: a 256-column tile's
+    peer starts 248 columns out, a 64-column one's 56)."""
+    from benchmarks.multicast import make_kernels as multicast
+    from hgemm.candidate import parse_candidate
+    from hgemm.library import tma_compatible
+    from kernels_corpus.families import wgmma
+
+    variants = [p for p in multicast.variants(depths=1) if p.get("cluster", 1) > 1]
+    assert len(variants) == 12 and sum(p.get("multicast") == "A" for p in variants) == 6
+    shapes = [Problem(p.M, p.N, p.K, p.batch, layout) for p in EDGE + TMA_EDGE + [Problem(130, 4104, 264)]]
+    problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]
+    assert not failures_on_own_shapes(wgmma, variants, problems)
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
 def test_wgmma_split_and_streamk_rings_past_six_verify_on_edge_shapes(layout):
     """The template takes rings deeper than the family's 6 stages: the small tiles' split-K and stream-K
     kernels at 8 and 12 stages, as far as shared memory holds them (benchmarks/deep_ring/), on the edge

@@ -8,7 +8,8 @@ instantiates the template.
 A persistent grid (one CTA an SM) walks BM x BN output tiles in grouped order (GROUP_M tile rows
 column by column). Warpgroup 0 produces: one thread issues TMA loads into a STAGES-deep ring of
 128B-swizzled stages; the CONSUMERS other warpgroups issue wgmma m64nBNk16 straight from shared memory.
-Options: `cluster: 2` (clusters of two CTAs on vertically adjacent tiles, B multicast into both),
+Options: `cluster: 2` (clusters of two CTAs on vertically adjacent tiles, B multicast into both; with
+`multicast: A`, on horizontally adjacent tiles, A multicast into both),
 `epilogue: smem` (finished tiles parked in shared memory and stored by the producer warpgroup's idle
 warps) or the register epilogue, `split_k: 2 | 4 | 8` (clusters of that many CTAs on one tile, each over a
 share of K, reducing through distributed shared memory), `streamk: 8` (the tiles past the last whole wave
@@ -182,6 +183,7 @@ def _valid(p: dict) -> bool:
         and (ctas == 1 or ((bm, bn, c) in TWO_CTA_TILES and _plain(p)))
         and 3 <= p["stages"] <= 6
         and _cluster(p) in (1, 2)
+        and _multicast(p) in ("A", "B") and (_multicast(p) == "B" or _cluster(p) > 1)
         and _split(p) in SPLITS + (1,)
         and (_split(p) == 1 or (_cluster(p) == 1 and not _epilogue_smem(p)))
         and (not _streamk(p) or (_split(p) == 1 and _cluster(p) == 1))
@@ -280,6 +282,11 @@ def _cluster(p: dict) -> int:
     return p.get("cluster", 1)
 
 
+def _multicast(p: dict) -> str:
+    # the operand a cluster's CTAs share: "B" (vertically adjacent tiles), or "A" (horizontally adjacent)
+    return p.get("multicast", "B")
+
+
 def _split(p: dict) -> int:
     # CTAs of a cluster sharing one tile's K (cluster split-K); 1: none
     return p.get("split_k", 1)
@@ -303,7 +310,7 @@ def _streamk(p: dict) -> int:
 def name(p: dict) -> str:
     base = f"wgmma_{p['bm']}x{p['bn']}x{BK}_c{p['consumers']}_s{p['stages']}_g{p['group_m']}"
     if _cluster(p) > 1:
-        base += f"_cl{_cluster(p)}"
+        base += f"_cl{_cluster(p)}" + ("a" if _multicast(p) == "A" else "")
     if _split(p) > 1:
         base += f"_sk{_split(p)}"
     if _streamk(p):
@@ -401,14 +408,18 @@ def _grid(p: dict) -> str:
     if cl == 1:
         sms = "num_sms" if _ctas_per_sm(p) == 1 else f"{_ctas_per_sm(p)} * num_sms"
         return f"grid: min({sms}, cdiv(M, {p['bm']}) * cdiv(N, {p['bn']}) * batch)"
-    # whole clusters, one a group of `cl` tile rows (the last may stick out past M)
+    # whole clusters, one a group of `cl` tile rows (the last may stick out past M), or of `cl` tile
+    # columns where they share A (the last may stick out past N)
+    if _multicast(p) == "A":
+        return f"grid: {cl} * min(num_sms // {cl}, cdiv(M, {p['bm']}) * cdiv(cdiv(N, {p['bn']}), {cl}) * batch)"
     return f"grid: {cl} * min(num_sms // {cl}, cdiv(cdiv(M, {p['bm']}), {cl}) * cdiv(N, {p['bn']}) * batch)"
 
 
 def template_args(p: dict) -> str:
     """The wgmma_gemm template arguments of a variant: BM, BN, CONSUMERS, STAGES, GROUP_M, CLUSTER,
-    EPILOGUE, LOADER, then SPLITK where it splits, SPLITK, STREAMK for stream-K and SPLITK, STREAMK,
-    CTAS_PER_SM for two CTAs an SM (the layout comes from -DHGEMM_LAYOUT_TN)."""
+    EPILOGUE, LOADER, then SPLITK where it splits, SPLITK, STREAMK for stream-K, SPLITK, STREAMK,
+    CTAS_PER_SM for two CTAs an SM and SPLITK, STREAMK, CTAS_PER_SM, MULTICAST for clusters sharing A
+    (the layout comes from -DHGEMM_LAYOUT_TN)."""
     epilogue = "Epilogue::smem" if _epilogue_smem(p) else "Epilogue::registers"
     loader = f"Loader::staged_{_staged_ops(p).lower()}" if _staged(p) else "Loader::tma"
     split = f", {_split(p)}" if _split(p) > 1 else ""
@@ -416,6 +427,8 @@ def template_args(p: dict) -> str:
         split = f", 1, {_streamk(p)}"
     if _ctas_per_sm(p) > 1:
         split = f", 1, 0, {_ctas_per_sm(p)}"
+    if _cluster(p) > 1 and _multicast(p) == "A":
+        split = ", 1, 0, 1, Multicast::a"
     return (f"{p['bm']}, {p['bn']}, {p['consumers']}, {p['stages']}, {p['group_m']}, {_cluster(p)}, "
             f"{epilogue}, {loader}{split}")
 

@@ -13,9 +13,13 @@
 //     releases a stage on its `empty` mbarrier once the group that read it has retired.
 //
 // Options (template parameters):
-//   CLUSTER   1, or 2: clusters of two CTAs on vertically adjacent tiles; TMA multicasts their shared B
-//             tile into both (cluster.cuh). The entry needs __cluster_dims__(2, 1, 1) and a grid of
+//   CLUSTER   1, or 2: clusters of two CTAs on adjacent tiles; TMA multicasts the operand tile they
+//             share into both (cluster.cuh). The entry needs __cluster_dims__(2, 1, 1) and a grid of
 //             whole clusters.
+//   MULTICAST with clusters, the shared operand: Multicast::b, vertically adjacent tiles sharing their B
+//             tile (each CTA loads every other B box for both); Multicast::a, horizontally adjacent
+//             ones sharing their A tile (the CTA of rank 0 loads it for both, each its own B), which
+//             cuts more of the L2-to-SM bytes where BM > BN.
 //   EPILOGUE  Epilogue::smem: finished tiles are parked in shared memory and stored by warps 1-3 of
 //             the producer warpgroup while the consumers start the next tile; Epilogue::registers:
 //             stored straight from the accumulators (epilogue.cuh).
@@ -70,6 +74,7 @@ namespace sm90 {
 
 enum class Epilogue { registers, smem };
 enum class Loader { tma, staged_ab, staged_a, staged_b };
+enum class Multicast { b, a };
 
 // The HGEMM ABI's arguments, the tensor maps by address (they are __grid_constant__ kernel parameters).
 struct WgmmaArgs {
@@ -102,7 +107,7 @@ struct WgmmaShape {
 
 template <int BM, int BN, int CONSUMERS, int STAGES, int GROUP_M = 8, int CLUSTER = 1,
           Epilogue EPILOGUE = Epilogue::smem, Loader LOADER = Loader::tma, int SPLITK = 1, int STREAMK = 0,
-          int CTAS_PER_SM = 1, bool TN = kLayoutTN>
+          int CTAS_PER_SM = 1, Multicast MULTICAST = Multicast::b, bool TN = kLayoutTN>
 __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   using S = WgmmaShape<BM, BN, CONSUMERS, STAGES, EPILOGUE, SPLITK>;
   using SplitK = typename S::SplitK;
@@ -112,6 +117,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   static_assert(SPLITK == 1 || (CLUSTER == 1 && !kParked), "cluster split-K: no multicast, the register epilogue");
   static_assert(STREAMK == 0 || (CLUSTER == 1 && SPLITK == 1), "stream-K: no cluster");
   constexpr bool kClustered = CLUSTER > 1 || SPLITK > 1;
+  constexpr bool kShareA = CLUSTER > 1 && MULTICAST == Multicast::a;
   const int M = args.M, N = args.N, K = args.K;
   __half* const C = args.C;
 
@@ -128,8 +134,8 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   const uint32_t red = cbuf + S::kParkedBytes;           // split-K: the peers' partials
   const uint32_t rank = kClustered ? cluster_rank() : 0;
   // with split-K the SPLITK CTAs of a cluster share one tile id
-  const GroupedTiles<BM, BN, GROUP_M, CLUSTER> tiles(M, N, args.batch, CLUSTER > 1 ? static_cast<int>(rank) : 0,
-                                                     CLUSTER * SPLITK);
+  const GroupedTiles<BM, BN, GROUP_M, CLUSTER, kShareA> tiles(M, N, args.batch, CLUSTER > 1 ? static_cast<int>(rank) : 0,
+                                                              CLUSTER * SPLITK);
   int kt0 = 0, nk = (K + BK - 1) / BK;                  // this CTA's k tiles: all, or its split-K share
   if constexpr (SPLITK > 1) k_share(nk, static_cast<int>(rank), SPLITK, kt0, nk);
   const int wg = warpgroup_index();
@@ -168,9 +174,10 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         // B boxes holding at least one column < N. Boxes wholly past N are skipped (and not counted
         // in expect_tx): their smem keeps stale data that only reaches accumulator columns >= N,
         // which the epilogue never stores. A boxes always hold >= 1 valid row (m0 < M).
-        const int nbox = min(S::B_BOXES, (N - tc.n0 + 63) / 64);
-        // With clusters, the last tile row's peer may lie wholly past M: it loads no A (its consumers
-        // compute on stale smem and store nothing) but still receives, and multicasts, B boxes.
+        // With clusters, the last group's peer may lie wholly past M (sharing B) or past N (sharing
+        // A): it loads none of its own operand (its consumers compute on stale smem and store nothing)
+        // but still receives, and multicasts, the shared one.
+        const int nbox = max(0, min(S::B_BOXES, (N - tc.n0 + 63) / 64));
         const bool has_a = tc.m0 < M;
         const uint32_t bytes = (has_a ? A_BYTES : 0) + nbox * kBoxBytes;
         for (int kt = first; kt < first + count; ++kt) {
@@ -180,11 +187,15 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
           const uint32_t fb = smem_u32(&full_bar[pos.stage]);
           mbar_arrive_expect_tx(fb, bytes);
           const uint32_t sa = ring + pos.stage * STAGE_BYTES, sb = sa + A_BYTES;
-          if (has_a) tma_load_3d(sa, args.tmap_a, fb, kt * BK, tc.m0, tc.b);    // A rows m0.., k cols
+          if constexpr (kShareA) {   // A rows m0.., k cols, from rank 0 into both
+            if (tiles.rank == 0) tma_load_3d_multicast(sa, args.tmap_a, fb, kt * BK, tc.m0, tc.b, (1u << CLUSTER) - 1);
+          } else if (has_a) {
+            tma_load_3d(sa, args.tmap_a, fb, kt * BK, tc.m0, tc.b);
+          }
           for (int j = 0; j < nbox; ++j) {
             // TN: B rows n, cols k; NN: rows k, cols n
             const int bc0 = TN ? kt * BK : tc.n0 + 64 * j, bc1 = TN ? tc.n0 + 64 * j : kt * BK;
-            if constexpr (CLUSTER > 1) {
+            if constexpr (CLUSTER > 1 && !kShareA) {
               // box j comes from the CTA of rank j % CLUSTER, into every CTA of the cluster
               if (j % CLUSTER == tiles.rank)
                 tma_load_3d_multicast(sb + j * kBoxBytes, args.tmap_b, fb, bc0, bc1, tc.b, (1u << CLUSTER) - 1);

@@ -10,7 +10,7 @@ Usage: python benchmarks/deep_ring/make_kernels.py [OUT_DIR]
 import sys
 from pathlib import Path
 
-from kernels_corpus.families import wgmma
+from kernels_corpus.families import wgmma, write_kernels
 
 # the forms: cluster split-K 4 and 8 ways, stream-K over at most 8 CTAs (the parked epilogue)
 FORMS = [dict(split_k=4), dict(split_k=8), dict(streamk=wgmma.STREAMK_WAYS, epilogue="smem")]
@@ -30,13 +30,5 @@ def variants() -> list[dict]:
             if fits(p := dict(bm=bm, bn=bn, consumers=1, stages=stages, group_m=8, **form))]
 
 
-def main(out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    for p in variants():
-        name = wgmma.name(p)
-        (out / f"{name}.cu").write_text(wgmma.render(p))
-        print(name)
-
-
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "results/deep_ring/kernels"))
+    print("\n".join(write_kernels(wgmma, variants(), Path(sys.argv[1] if len(sys.argv) > 1 else "results/deep_ring/kernels"))))

@@ -10,7 +10,7 @@ Usage: python benchmarks/multicast/make_kernels.py [OUT_DIR]
 import sys
 from pathlib import Path
 
-from kernels_corpus.families import wgmma
+from kernels_corpus.families import wgmma, write_kernels
 
 TILES = [(128, 64, 1), (128, 128, 1), (128, 128, 2), (256, 128, 2), (128, 256, 2)]
 CLUSTERS = [{}, dict(cluster=2), dict(cluster=2, multicast="A")]
@@ -25,13 +25,5 @@ def variants(depths: int = 2) -> list[dict]:
     return out
 
 
-def main(out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    for p in variants():
-        name = wgmma.name(p)
-        (out / f"{name}.cu").write_text(wgmma.render(p))
-        print(name)
-
-
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "results/multicast/kernels"))
+    print("\n".join(write_kernels(wgmma, variants(), Path(sys.argv[1] if len(sys.argv) > 1 else "results/multicast/kernels"))))

@@ -10,7 +10,7 @@ Usage: python benchmarks/small_tiles/make_kernels.py [OUT_DIR]
 import sys
 from pathlib import Path
 
-from kernels_corpus.families import mma_sync
+from kernels_corpus.families import mma_sync, write_kernels
 
 SMALL = [(32, 32, 64, 2, 2), (32, 64, 64, 2, 2), (32, 32, 32, 2, 2), (32, 64, 32, 2, 2)]
 TODAY = [(16, 128, 64, 1, 4), (64, 64, 64, 2, 2)]
@@ -28,13 +28,5 @@ def variants(tiles=SMALL + TODAY) -> list[dict]:
     return out
 
 
-def main(out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    for p in variants():
-        name = mma_sync.name(p)
-        (out / f"{name}.cu").write_text(mma_sync.render(p))
-        print(name)
-
-
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "results/small_tiles/kernels"))
+    print("\n".join(write_kernels(mma_sync, variants(), Path(sys.argv[1] if len(sys.argv) > 1 else "results/small_tiles/kernels"))))

@@ -11,7 +11,7 @@ Usage: python benchmarks/two_ctas/make_kernels.py [OUT_DIR]
 import sys
 from pathlib import Path
 
-from kernels_corpus.families import wgmma
+from kernels_corpus.families import wgmma, write_kernels
 
 # (bm, bn, stages, epilogue): the ring shallow enough that two CTAs' shared memory fits an SM; 128 x 128
 # only with the register epilogue (a parked tile leaves no room for a ring of three twice)
@@ -33,11 +33,10 @@ def main(out: Path) -> None:
         # the family's variants, and 128 x 128 (no variant: benchmarks/two_ctas/README.md)
         assert wgmma.sm_holds(two), f"{wgmma.name(one)}: two CTAs do not fit an SM"
         name = wgmma.name(one)
-        (out / f"{name}.cu").write_text(wgmma.render(one))
+        write_kernels(wgmma, [one], out)
         (out / f"{name}_x2.cu").write_text(wgmma.render(two).replace(wgmma.name(two), name + "_x2"))
         print(name)
-    for p in REFERENCES:
-        (out / f"{wgmma.name(p)}.cu").write_text(wgmma.render(p))
+    write_kernels(wgmma, REFERENCES, out)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ See README.md in this folder for the design of each family.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 from . import batched_small, mma_sync, narrow, skinny, skinny_mma, small_k, small_k_mma, wgmma
 
@@ -29,3 +30,11 @@ def sample_variants(n: int, seed: int = 0) -> list[tuple[str, str]]:
     pool = all_params()
     picks = random.Random(seed).sample(range(len(pool)), min(n, len(pool)))
     return [(pool[i][0].name(pool[i][1]), pool[i][0].render(pool[i][1])) for i in sorted(picks)]
+
+
+def write_kernels(fam, params: list[dict], out: Path) -> list[str]:
+    """Each variant's candidate text as OUT/NAME.cu, a folder `hgemm bench --kernels` times; the names."""
+    out.mkdir(parents=True, exist_ok=True)
+    for p in params:
+        (out / f"{fam.name(p)}.cu").write_text(fam.render(p))
+    return [fam.name(p) for p in params]

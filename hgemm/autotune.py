@@ -1,6 +1,7 @@
 """First-call search for `hgemm.matmul`: on a shape its library has no entry for, time the dispatch
-rule's pick, the cost model's next best kernels and the first wgmma tiles among them in their other
-form, stream-K or whole-tile, once, on the GPU, and keep the fastest that verifies.
+rule's pick, the cost model's next best kernels, the first wgmma tiles among them in their other
+form, stream-K or whole-tile, and on small outputs their first mma.sync kernel at the 32 x 32 tile,
+once, on the GPU, and keep the fastest that verifies.
 
 A dispatch rule picks one kernel for an unseen shape from the cost model's estimates, and the
 estimates are often wrong by more than the kernels differ: on 46 shapes no tune saw, the best of the
@@ -30,7 +31,7 @@ from .candidate import parse_candidate
 from .compile import compile_candidate
 from .library import Choice, Library, runs_on
 from .problem import Problem
-from .tune import STREAMK_SIBLINGS, cost_shortlist, streamk_siblings
+from .tune import SMALL_TILE_SIBLINGS, STREAMK_SIBLINGS, cost_shortlist, small_tile_siblings, streamk_siblings
 from .verify import check_output, random_tensor
 
 SAMPLED_ROWS = 64  # rows of C checked against the float64 product, each whole
@@ -55,19 +56,20 @@ def candidates(library: Library, problem: Problem, first: Choice, top: int) -> l
     """The dispatch rule's pick, then the cost model's first `top` kernels that can run the problem,
     then the first hgemm.tune.STREAMK_SIBLINGS wgmma tiles among them in their other form, stream-K or
     whole-tile, where stream-K applies (hgemm.tune.streamk_siblings: the cost model ranks only the
-    kernels its tunes timed, which may hold no stream-K kernel)."""
+    kernels its tunes timed, which may hold no stream-K kernel), and on small outputs the first mma.sync
+    kernel among them at the 32 x 32 tile (hgemm.tune.small_tile_siblings)."""
     out = [first]
     for name, text in cost_shortlist(problem, library, top):
         if name != first.name:
             cand = parse_candidate(text)
             if runs_on(cand, problem):
                 out.append(Choice(name, cand, f"autotune {first.how}"))
-    siblings = []
-    for name, text in streamk_siblings([c.name for c in out], problem):
-        cand = parse_candidate(text)
-        if runs_on(cand, problem):
-            siblings.append(Choice(name, cand, f"autotune {first.how}"))
-    return out + siblings[:STREAMK_SIBLINGS]
+    names = [c.name for c in out]
+    for siblings, count in ((streamk_siblings(names, problem), STREAMK_SIBLINGS),
+                            (small_tile_siblings(names, problem), SMALL_TILE_SIBLINGS)):
+        runnable = [(name, cand) for name, text in siblings if runs_on(cand := parse_candidate(text), problem)]
+        out += [Choice(name, cand, f"autotune {first.how}") for name, cand in runnable[:count]]
+    return out
 
 
 def compile_all(pairs: list[tuple[Choice, str]]) -> None:

@@ -62,6 +62,13 @@ DEFAULT_TILES = 5  # distinct tile shapes per family and problem
 # last round is part-filled or the tiles are few (benchmarks/streamk/), and the estimate tells the faster
 # of a stream-K kernel and its whole-tile twin on 83% of the pairs timed (benchmarks/streamk/fit_estimate.py).
 STREAMK_SIBLINGS = 2
+# On small outputs a first-call search's (or a shortlist's) first mma.sync kernel is timed at the 32 x 32
+# tile too, at its ring and split (kernels_corpus.families.mma_sync.small_sibling): on ten shapes of at
+# most 2^18 output elements that tile beat the 16 x 128 and 64 x 64 tiles at the same splits by
+# 1.13-1.42x (benchmarks/small_tiles/). The estimate ranks it first on most such shapes, but the cost
+# model the search ranks by leaves out every kernel no tune has timed, as no tune has timed this tile.
+SMALL_TILE_SIBLINGS = 1
+SMALL_OUTPUT = 1 << 18   # output elements (M * N * batch) up to which the 32 x 32 sibling is timed
 ALL_TILES = 1000  # more tile shapes than any family has: every one that applies
 DEFAULT_TOP = 8  # cost_shortlist: the variants a shape times when the cost model ranks them
 DEPTH = ("stages", "unroll")  # a variant's pipeline depth, apart from its tile shape
@@ -165,7 +172,9 @@ def shortlist(problem: Problem, tiles_per_family: int = DEFAULT_TILES, stages_pe
         for ps in sorted(picked, key=ranked.index):
             ps = sorted(ps, key=lambda p: -max(p.get(k, 0) for k in DEPTH))[:stages_per_tile]
             chosen += [(fam.name(p), fam.render(p)) for p in ps]
-    return chosen + streamk_siblings([name for name, _ in chosen], problem)[:STREAMK_SIBLINGS]
+    names = [name for name, _ in chosen]
+    return (chosen + streamk_siblings(names, problem)[:STREAMK_SIBLINGS]
+            + small_tile_siblings(names, problem)[:SMALL_TILE_SIBLINGS])
 
 
 def streamk_siblings(names: list[str], problem: Problem) -> list[tuple[str, str]]:
@@ -186,6 +195,22 @@ def streamk_siblings(names: list[str], problem: Problem) -> list[tuple[str, str]
         other_name, text = wgmma.name(other), wgmma.render(other)
         if other_name not in names and kernel_params(other_name) is not None and _layout_ok(text, problem.layout):
             out.setdefault(other_name, text)
+    return list(out.items())
+
+
+def small_tile_siblings(names: list[str], problem: Problem) -> list[tuple[str, str]]:
+    """(name, text) of the 32 x 32 mma.sync kernel at the ring and split of each mma.sync kernel among
+    `names`, in their order, on problems of at most SMALL_OUTPUT output elements, where it applies, in
+    the problem's layout and not named already. A caller times the first SMALL_TILE_SIBLINGS of them."""
+    out: dict[str, str] = {}
+    if problem.M * problem.N * problem.batch > SMALL_OUTPUT:
+        return []
+    for params in filter(None, map(kernel_params, names)):
+        if family(params) != "mma_sync" or (sibling := mma_sync.small_sibling(params)) is None:
+            continue
+        name, text = mma_sync.name(sibling), mma_sync.render(sibling)
+        if name not in names and mma_sync.applicable(sibling, problem) and _layout_ok(text, problem.layout):
+            out.setdefault(name, text)
     return list(out.items())
 
 

@@ -88,8 +88,9 @@ def test_the_search_times_its_first_wgmma_tiles_in_their_other_form(pipeline_lib
         found = autotune.candidates(lib, p, first, lib.autotune)
         ranked = {first.name} | {name for name, _ in cost_shortlist(p, lib, lib.autotune)}
         n = next(i for i, c in enumerate(found) if c.name not in ranked)
-        added, before = found[n:], found[:n]
-        assert 1 <= len(added) <= STREAMK_SIBLINGS and all(c.name not in ranked for c in added)
+        added = [c for c in found[n:] if c.name.startswith("wgmma_")]   # (on small outputs an mma.sync one too)
+        before = found[:n]
+        assert 1 <= len(added) <= STREAMK_SIBLINGS and all(c.name not in ranked for c in found[n:])
         assert all(runs_on(c.candidate, p) for c in added)
         forms = {(q["bm"], q["bn"], q["consumers"], bool(q.get("streamk"))) for c in before
                  if (q := kernel_params(c.name)) and "consumers" in q}
@@ -99,6 +100,26 @@ def test_the_search_times_its_first_wgmma_tiles_in_their_other_form(pipeline_lib
     for p in (Problem(4096, 4096, 448), Problem(1000, 3000, 256)):   # K of 7 and 4 k tiles: no two shares of 4
         found = autotune.candidates(lib, p, lib.lookup(p), lib.autotune)
         assert found and not any("_stk" in c.name for c in found)
+
+
+def test_the_search_times_its_first_mma_sync_kernel_at_the_32_by_32_tile_on_small_outputs(pipeline_library):
+    """No tune has timed the 32 x 32 mma.sync tile, so the cost model ranks none of its kernels; on small
+    outputs the search adds it at the ring and split of its first mma.sync kernel
+    (hgemm.tune.small_tile_siblings), once, and on large outputs not at all."""
+    from kernels_corpus.families import mma_sync
+
+    lib = pipeline_library
+    for p in (Problem(143, 704, 305, 1, "TN"), Problem(192, 89, 883), Problem(128, 81, 1745), Problem(896, 147, 384)):
+        found = autotune.candidates(lib, p, lib.lookup(p), lib.autotune)
+        small = [c for c in found if c.name.startswith("mma_sync_32x32x64_")]
+        assert len(small) == 1 and found[-1] is small[0] and runs_on(small[0].candidate, p), [c.name for c in found]
+        # the first mma.sync kernel's ring and split where the 32 x 32 tile takes them (896 x 147 is 140 such
+        # tiles: too many to split K, so its first kernel's split-K sibling does not apply)
+        siblings = [mma_sync.small_sibling(kernel_params(c.name)) for c in found[:-1] if c.name.startswith("mma_sync_")]
+        assert kernel_params(small[0].name) == next(q for q in siblings if q and mma_sync.applicable(q, p))
+    for p in (Problem(1024, 1024, 1000), Problem(4096, 4095, 4096)):
+        found = autotune.candidates(lib, p, lib.lookup(p), lib.autotune)
+        assert found and not any(c.name.startswith("mma_sync_32x32") for c in found)
 
 
 def test_a_library_without_the_setting_does_not_search(tmp_path):

@@ -35,7 +35,14 @@ TILES = [
     # Skinny M (<= 32) with split-K: one warp row, B streamed through the ring at bandwidth.
     (16, 128, 64, 1, 4, 3),
     (32, 128, 64, 1, 4, 2),
+    # Small outputs (a few hundred rows and columns, often odd pitches): four warps of 16 x 16, so a
+    # shape of 20-100 tiles of 16 x 128 or 64 x 64 runs 4-8 times the CTAs, split by K where it is long.
+    # On ten such shapes (benchmarks/small_tiles/) 1.13-1.42x the family's 16 x 128 and 64 x 64 tiles and
+    # 1.085x the strongest baseline in geomean (worst 0.93, 143 x 704 x 305 TN), where cuBLAS runs 32 x 32
+    # tiles too; 32 x 64 and k tiles of 32 were slower on every one.
+    (32, 32, 64, 2, 2, 4),
 ]
+SMALL_TILE = TILES[-1]
 # (tile, stages) pairs where the table's MIN_BLOCKS spilled a few bytes with ptxas 13.0: one CTA fewer.
 SPILL_FALLBACK = {(128, 128, 32, 2, 4, 2), (128, 128, 32, 2, 4, 4)}
 STAGES = (2, 3, 4)
@@ -98,6 +105,17 @@ def _pair_loads(p: dict) -> bool:
     # ("elem"). On the 11 misaligned default-grid shapes pair is faster in geomean for each of the 4
     # tilings timed (1.09-1.33x), so variants() uses it; aligned rows take the cp.async path either way.
     return p.get("misaligned_loads", "elem") == "pair"
+
+
+def small_sibling(p: dict) -> dict | None:
+    """The SMALL_TILE variant at p's ring and split of K; None where p has that tile or the family lists
+    no such variant. hgemm.tune.small_tile_siblings times it beside the first mma.sync kernel of a
+    shortlist on small outputs."""
+    bm, bn, bk, wm, wn, mb = SMALL_TILE
+    if (p["bm"], p["bn"], p["bk"]) == (bm, bn, bk):
+        return None
+    q = dict(p, bm=bm, bn=bn, bk=bk, warps_m=wm, warps_n=wn, min_blocks=mb)
+    return q if q in variants() else None
 
 
 def applicable(p: dict, problem) -> bool:

@@ -35,14 +35,14 @@ TILES = [
     # Skinny M (<= 32) with split-K: one warp row, B streamed through the ring at bandwidth.
     (16, 128, 64, 1, 4, 3),
     (32, 128, 64, 1, 4, 2),
-    # Small outputs (a few hundred rows and columns, often odd pitches): four warps of 16 x 16, so a
-    # shape of 20-100 tiles of 16 x 128 or 64 x 64 runs 4-8 times the CTAs, split by K where it is long.
+    # Small outputs (a few hundred rows and columns, often odd pitches): four warps of 16 x 16, so such a
+    # shape runs 2-4 times the CTAs of the 16 x 128 or 64 x 64 tiles, split by K where it is long.
     # On ten such shapes (benchmarks/small_tiles/) 1.13-1.42x the family's 16 x 128 and 64 x 64 tiles and
     # 1.085x the strongest baseline in geomean (worst 0.93, 143 x 704 x 305 TN), where cuBLAS runs 32 x 32
     # tiles too; 32 x 64 and k tiles of 32 were slower on every one.
     (32, 32, 64, 2, 2, 4),
 ]
-SMALL_TILE = TILES[-1]
+SMALL_TILE = (32, 32, 64, 2, 2, 4)   # hgemm.tune.small_tile_siblings times it beside larger tiles
 # (tile, stages) pairs where the table's MIN_BLOCKS spilled a few bytes with ptxas 13.0: one CTA fewer.
 SPILL_FALLBACK = {(128, 128, 32, 2, 4, 2), (128, 128, 32, 2, 4, 4)}
 STAGES = (2, 3, 4)

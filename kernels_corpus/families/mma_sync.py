@@ -12,6 +12,7 @@ instantiating the template); `applicable(params, problem)` is a cheap pre-filter
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 from .candidate_text import header_candidate
@@ -115,7 +116,14 @@ def small_sibling(p: dict) -> dict | None:
     if (p["bm"], p["bn"], p["bk"]) == (bm, bn, bk):
         return None
     q = dict(p, bm=bm, bn=bn, bk=bk, warps_m=wm, warps_n=wn, min_blocks=mb)
-    return q if q in variants() else None
+    return q if q in _small_tile_variants() else None
+
+
+@functools.lru_cache(maxsize=1)
+def _small_tile_variants() -> tuple[dict, ...]:
+    # the search and the tune ask once a shortlisted kernel; the variants are fixed
+    bm, bn, bk = SMALL_TILE[:3]
+    return tuple(v for v in variants() if (v["bm"], v["bn"], v["bk"]) == (bm, bn, bk))
 
 
 def applicable(p: dict, problem) -> bool:

@@ -13,9 +13,12 @@ against a float64 product, and a few milliseconds of timing on scratch inputs pi
 
 Each candidate's launches are captured in a CUDA graph and timed on replay: launched one by one from
 Python, a launch costs the host more than most of these kernels take, and that cost, not the kernel,
-would decide. They rotate over scratch sets of operands that together exceed L2 three times
-where memory allows, as the harness's input sets do. The harness's own times of the picks come from
-`hgemm bench` on a pinned copy of them (`hgemm pin --autotune K`).
+would decide. Each launch of the graph reads and writes its own scratch set of operands, as many sets as
+the harness rotates over (together more than its multiple of L2, where memory allows): a kernel is
+ranked with its operands where the harness times it, in DRAM. With the few sets that fit one short graph
+a small problem's operands stay in L2, and a kernel that waits on memory in sequence (a narrow-N walk)
+ranked ahead of one that keeps more loads in flight ranked behind it in the harness. The harness's own
+times of the picks come from `hgemm bench` on a pinned copy of them (`hgemm pin --autotune K`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import torch
 
 from .candidate import parse_candidate
 from .compile import compile_candidate
+from .entry import EvalOptions
 from .library import Choice, Library, runs_on
 from .problem import Problem
 from .tune import SMALL_TILE_SIBLINGS, STREAMK_SIBLINGS, cost_shortlist, small_tile_siblings, streamk_siblings
@@ -36,9 +40,8 @@ from .verify import check_output, random_tensor
 
 SAMPLED_ROWS = 64  # rows of C checked against the float64 product, each whole
 COLUMN_CHUNK = 2048  # columns of the float64 product at a time (bounds its memory on wide shapes)
-WARMUP, LAUNCHES, REPS = 2, 20, 3  # a candidate's time: the lowest of REPS means over LAUNCHES launches
-# timing_sets: operands up to 3x L2, in at most 2 GiB and a quarter of the GPU's free memory
-MAX_SETS, TIMING_BYTES, L2_MULTIPLE = 16, 2 << 30, 3
+WARMUP, LAUNCHES, REPS = 2, 20, 3  # a candidate's time: the lowest of REPS means over its graph's launches
+TIMING_BYTES = 2 << 30  # the scratch sets: at most this, and a quarter of the GPU's free memory
 
 Run = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None]  # run(a, b, c): launch on the current stream
 
@@ -80,6 +83,15 @@ def compile_all(pairs: list[tuple[Choice, str]]) -> None:
         list(pool.map(lambda pair: compile_candidate(pair[0].candidate, pair[1]), unique))
 
 
+def set_count(set_bytes: int, l2_bytes: int, room: int) -> int:
+    """Scratch sets a search's timed launches rotate over: as many as the harness's input sets (enough
+    that together they exceed its l2_factor x L2, at most its max_sets), as far as `room` bytes hold them;
+    one at least."""
+    harness = EvalOptions()
+    want = math.ceil(harness.l2_factor * l2_bytes / set_bytes)
+    return max(1, min(want, harness.max_sets, room // set_bytes))
+
+
 class SampledRows:
     """Scratch operands of a problem and the float64 product of SAMPLED_ROWS random rows of C."""
 
@@ -114,15 +126,12 @@ class SampledRows:
         return "" if report.ok else report.detail
 
     def timing_sets(self) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-        """(a, b, c) sets the timed launches rotate over: enough that they do not all fit in L2 (as the
-        harness's input sets do not), at most MAX_SETS and TIMING_BYTES; the first is the checked one."""
+        """(a, b, c) sets the timed launches rotate over (set_count); the first is the checked one."""
         if not hasattr(self, "_sets"):
             p = self.problem
-            set_bytes = 2 * (math.prod(p.a_shape) + math.prod(p.b_shape) + math.prod(p.c_shape))
             l2 = torch.cuda.get_device_properties(self.a.device).L2_cache_size
             free = torch.cuda.mem_get_info(self.a.device)[0]  # the caller's own tensors come first
-            room = min(TIMING_BYTES, free // 4)
-            n = max(1, min(MAX_SETS, room // set_bytes, math.ceil(L2_MULTIPLE * l2 / set_bytes)))
+            n = set_count(p.min_bytes, l2, min(TIMING_BYTES, free // 4))
             self._sets = [(self.a, self.b, self.c)] + [
                 (random_tensor(p.a_shape, "normal", self.gen, self.a.device),
                  random_tensor(p.b_shape, "normal", self.gen, self.a.device), torch.empty_like(self.c))
@@ -130,9 +139,11 @@ class SampledRows:
         return self._sets
 
     def time_us(self, run: Run) -> float:
-        """µs a launch: LAUNCHES launches over the rotating sets, captured in one CUDA graph so that the
-        host's launch cost (from Python, longer than most of these kernels) is not timed."""
+        """µs a launch: a launch a set (LAUNCHES at least, over the sets in turn), captured in one CUDA
+        graph so that the host's launch cost (from Python, longer than most of these kernels) is not
+        timed; each replay reaches a set again only after every other."""
         sets = self.timing_sets()
+        launches = max(LAUNCHES, len(sets))
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm-up outside capture: loads, smem opt-ins, allocations
@@ -142,7 +153,7 @@ class SampledRows:
         graph = torch.cuda.CUDAGraph()
         # thread_local: the caller's other threads may go on using the GPU while this one captures
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            for i in range(LAUNCHES):
+            for i in range(launches):
                 run(*sets[i % len(sets)])
         graph.replay()
         best = math.inf
@@ -152,7 +163,7 @@ class SampledRows:
             graph.replay()
             end.record()
             end.synchronize()
-            best = min(best, start.elapsed_time(end) * 1e3 / LAUNCHES)
+            best = min(best, start.elapsed_time(end) * 1e3 / launches)
         return best
 
 

@@ -122,6 +122,20 @@ def test_the_search_times_its_first_mma_sync_kernel_at_the_32_by_32_tile_on_smal
         assert found and not any(c.name.startswith("mma_sync_32x32") for c in found)
 
 
+def test_the_search_rotates_over_as_many_sets_as_the_harness_so_small_operands_leave_l2():
+    """A small problem gets the harness's rotation (sets past its multiple of L2, at most its cap), not the
+    few sets that would keep every operand in L2 between replays; memory caps it; a large one takes one."""
+    from hgemm.entry import EvalOptions
+
+    harness, l2 = EvalOptions(), 50 << 20
+    for set_bytes in (96 << 10, 630 << 10, 2 << 20, 40 << 20):
+        n = autotune.set_count(set_bytes, l2, room=2 << 30)
+        assert n * set_bytes >= harness.l2_factor * l2 or n == harness.max_sets
+        assert n <= harness.max_sets and (n - 1) * set_bytes < harness.l2_factor * l2
+    assert autotune.set_count(630 << 10, l2, room=10 * (630 << 10)) == 10
+    assert autotune.set_count(1 << 30, l2, room=1 << 29) == 1
+
+
 def test_a_library_without_the_setting_does_not_search(tmp_path):
     merge_libraries(PIPELINE_TUNES[:1], tmp_path)
     assert Library(tmp_path).autotune == 0

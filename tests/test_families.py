@@ -1211,6 +1211,24 @@ def test_wgmma_instantiations_compile_clean(tmp_path):
         list(pool.map(lambda p: _assert_wgmma_compiles_clean(p, tmp_path), picked))
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+def test_wgmma_last_tile_parked_takes_the_ring_room_of_the_parked_buffer(tmp_path):
+    """`epilogue: last`: no parked buffer, so the ring one stage deeper than the parked epilogue's on the
+    large tiles, the last tile parked over the ring (which must hold it); whole tiles through TMA or a
+    staged loader only, and the entry instantiates Epilogue::last_parked and compiles clean."""
+    p = dict(bm=128, bn=256, consumers=2, stages=4, group_m=8, epilogue="last")
+    assert wgmma._valid(p) and wgmma.name(p) == "wgmma_128x256x64_c2_s4_g8_el"
+    assert not wgmma._valid(dict(p, epilogue="smem")) and wgmma._valid(dict(p, epilogue="smem", stages=3))
+    assert wgmma._smem_bytes(p) == wgmma._smem_bytes(dict(p, epilogue="registers"))
+    assert "wgmma_gemm<128, 256, 2, 4, 8, 1, Epilogue::last_parked, Loader::tma>" in wgmma.render(p)
+    assert wgmma._valid(dict(p, loader="staged", stage="AB"))
+    for other in (dict(cluster=2), dict(split_k=2), dict(streamk=8), dict(bm=64, bn=64, consumers=1, ctas_per_sm=2)):
+        assert not wgmma._valid(dict(p, **other)), other
+    # a ring of 64 x 64 tiles at 3 stages (48 KB) holds the parked 64 x 64 tile (9 KB)
+    assert wgmma._valid(dict(p, bm=64, bn=64, consumers=1, stages=3))
+    _assert_wgmma_compiles_clean(p, tmp_path)
+
+
 def _assert_wgmma_compiles_clean(p, tmp_path) -> None:
     text = wgmma.render(p)
     threads = parse_candidate(text).spec.block[0]

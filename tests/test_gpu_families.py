@@ -133,6 +133,24 @@ def test_wgmma_clusters_sharing_either_operand_verify_on_edge_shapes(layout):
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_wgmma_last_tile_parked_in_the_ring_verifies_on_edge_shapes(layout):
+    """`epilogue: last` on every tile of benchmarks/last_parked/: CTAs of one tile (parked in the ring),
+    of many (every tile but the last from registers), ragged tiles, batch, and the staged loader."""
+    from benchmarks.last_parked import make_kernels as last_parked
+    from hgemm.candidate import parse_candidate
+    from hgemm.library import tma_compatible
+    from kernels_corpus.families import wgmma
+
+    variants = [p for p in last_parked.variants() if p.get("epilogue") == "last"]
+    variants.append(dict(variants[0], loader="staged", stage="AB"))
+    assert len(variants) == 10 and all(wgmma._valid(p) for p in variants)
+    shapes = [Problem(p.M, p.N, p.K, p.batch, layout)
+              for p in EDGE + TMA_EDGE + [Problem(1000, 1000, 200, 5), Problem(2048, 2048, 2048), Problem(1025, 1023, 513)]]
+    problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]
+    assert not failures_on_own_shapes(wgmma, variants, problems)
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
 def test_wgmma_split_and_streamk_rings_past_six_verify_on_edge_shapes(layout):
     """The template takes rings deeper than the family's 6 stages: the small tiles' split-K and stream-K
     kernels at 8 and 12 stages, as far as shared memory holds them (benchmarks/deep_ring/), on the edge

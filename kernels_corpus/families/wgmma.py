@@ -155,6 +155,12 @@ def _epilogue_smem(p: dict) -> bool:
     return p.get("epilogue", "registers") == "smem"
 
 
+def _epilogue_last(p: dict) -> bool:
+    # `epilogue: last`: from registers, but a CTA's last tile parked in the ring it no longer needs and
+    # stored by those warps (Epilogue::last_parked): no parked buffer, so the ring has that room
+    return p.get("epilogue", "registers") == "last"
+
+
 def _smem_bytes(p: dict) -> int:
     # + 1024: the kernel rounds the dynamic smem base up to the 1024-byte swizzle-pattern boundary;
     # the parked C tile's rows are padded by 16 bytes (ParkedTile in hgemm/epilogue.cuh).
@@ -187,6 +193,7 @@ def _valid(p: dict) -> bool:
         and _split(p) in SPLITS + (1,)
         and (_split(p) == 1 or (_cluster(p) == 1 and not _epilogue_smem(p)))
         and (not _streamk(p) or (_split(p) == 1 and _cluster(p) == 1))
+        and (not _epilogue_last(p) or (_plain_tiles(p) and p["stages"] * _stage_bytes(p) >= p["bm"] * (p["bn"] * 2 + 16)))
     )
 
 
@@ -297,6 +304,11 @@ def _ctas_per_sm(p: dict) -> int:
     return p.get("ctas_per_sm", 1)
 
 
+def _plain_tiles(p: dict) -> bool:
+    # whole tiles, one CTA an SM and one a tile, through TMA or a staged loader
+    return _cluster(p) == 1 and _split(p) == 1 and not _streamk(p) and _ctas_per_sm(p) == 1
+
+
 def _plain(p: dict) -> bool:
     # whole tiles through TMA, one CTA a tile: no clusters, split-K, stream-K or staged copies
     return _cluster(p) == 1 and _split(p) == 1 and not _streamk(p) and not _staged(p)
@@ -319,6 +331,8 @@ def name(p: dict) -> str:
         base += f"_x{_ctas_per_sm(p)}"
     if _epilogue_smem(p):
         base += "_es"
+    if _epilogue_last(p):
+        base += "_el"
     if _staged(p):
         ops = _staged_ops(p)
         return base + "_staged" + ("" if ops == "AB" else ops)
@@ -420,7 +434,7 @@ def template_args(p: dict) -> str:
     EPILOGUE, LOADER, then SPLITK where it splits, SPLITK, STREAMK for stream-K, SPLITK, STREAMK,
     CTAS_PER_SM for two CTAs an SM and SPLITK, STREAMK, CTAS_PER_SM, MULTICAST for clusters sharing A
     (the layout comes from -DHGEMM_LAYOUT_TN)."""
-    epilogue = "Epilogue::smem" if _epilogue_smem(p) else "Epilogue::registers"
+    epilogue = {"smem": "Epilogue::smem", "last": "Epilogue::last_parked"}.get(p.get("epilogue"), "Epilogue::registers")
     loader = f"Loader::staged_{_staged_ops(p).lower()}" if _staged(p) else "Loader::tma"
     split = f", {_split(p)}" if _split(p) > 1 else ""
     if _streamk(p):

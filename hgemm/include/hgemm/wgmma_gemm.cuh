@@ -22,7 +22,12 @@
 //             cuts more of the L2-to-SM bytes where BM > BN.
 //   EPILOGUE  Epilogue::smem: finished tiles are parked in shared memory and stored by warps 1-3 of
 //             the producer warpgroup while the consumers start the next tile; Epilogue::registers:
-//             stored straight from the accumulators (epilogue.cuh).
+//             stored straight from the accumulators (epilogue.cuh); Epilogue::last_parked: from
+//             registers, but a CTA's last tile, after which no load refills the ring, is parked in the
+//             ring itself and stored by those warps. It needs no buffer of its own, so the ring keeps
+//             that room for another stage: on a grid of one tile a CTA (every tile a last one) each
+//             tile goes out as Epilogue::smem stores it, behind a deeper ring. No clusters, split-K or
+//             stream-K.
 //   LOADER    Loader::tma: TMA from the operands (16-byte row pitches); Loader::staged_ab / staged_a /
 //             staged_b: the grid first copies both, A only or B only into row-padded copies in the
 //             workspace, and TMA reads those (staged_loader.cuh; the spec's `staged=1` maps).
@@ -72,7 +77,7 @@
 namespace hgemm {
 namespace sm90 {
 
-enum class Epilogue { registers, smem };
+enum class Epilogue { registers, smem, last_parked };
 enum class Loader { tma, staged_ab, staged_a, staged_b };
 enum class Multicast { b, a };
 
@@ -113,6 +118,14 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   using SplitK = typename S::SplitK;
   constexpr int BK = kBK, MT = S::MT, WM = S::WM, A_BYTES = S::A_BYTES, STAGE_BYTES = S::STAGE_BYTES;
   constexpr bool kParked = EPILOGUE == Epilogue::smem;
+  constexpr bool kLastParked = EPILOGUE == Epilogue::last_parked;
+  constexpr bool kStorers = kParked || kLastParked;   // the producer warpgroup's warps 1-3 store parked tiles
+  // the named barrier of every consumer thread before the last tile is parked (0 is __syncthreads'; stream-K,
+  // which never parks in the ring, takes 1 + its warpgroup)
+  constexpr int kLastParkedBarrier = 3;
+  static_assert(!kLastParked || (CLUSTER == 1 && SPLITK == 1 && STREAMK == 0),
+                "the last tile parked in the ring: no clusters (a peer may still fill it), split-K or stream-K");
+  static_assert(!kLastParked || STAGES * STAGE_BYTES >= ParkedTile<BM, BN>::kBytes, "the ring holds the parked tile");
   static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
   static_assert(SPLITK == 1 || (CLUSTER == 1 && !kParked), "cluster split-K: no multicast, the register epilogue");
   static_assert(STREAMK == 0 || (CLUSTER == 1 && SPLITK == 1), "stream-K: no cluster");
@@ -149,7 +162,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
       mbar_init(smem_u32(&full_bar[s]), 1);                          // the producer's arrive.expect_tx
       mbar_init(smem_u32(&empty_bar[s]), CONSUMERS * 4 * CLUSTER);  // lane 0 of every consumer warp
     }
-    if constexpr (kParked) {
+    if constexpr (kStorers) {
       mbar_init(smem_u32(&c_full), CONSUMERS * 4);   // lane 0 of every consumer warp
       mbar_init(smem_u32(&c_empty), ParkedTile<BM, BN>::kStorerThreads / 32);
     }
@@ -219,6 +232,14 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         mbar_wait(smem_u32(&empty_bar[pos.stage]), pos.phase ^ 1u);
         pos.advance();
       }
+    } else if (kLastParked && threadIdx.x >= 32) {   // the storer warps: the CTA's last tile, from the ring
+      const bool vec_ok = N % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
+      if (tiles.first < tiles.total) {
+        const TileCoord tc = tiles.coord(tiles.first + (tiles.total - 1 - tiles.first) / tiles.step * tiles.step);
+        mbar_wait(smem_u32(&c_full), 0);
+        store_parked<BM, BN>(ring, C + static_cast<long long>(tc.b) * M * N, tc.m0, tc.n0, M, N, vec_ok,
+                             threadIdx.x - 32);
+      }
     } else if (kParked && threadIdx.x >= 32) {   // the storer warps: every tile the consumers park, in their order
       const int t = threadIdx.x - 32;
       const bool vec_ok = N % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
@@ -270,9 +291,16 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
       wgmma_wait<0>();
       if (count > 0 && lane0) release_stage<CLUSTER>(smem_u32(&empty_bar[prev_stage]));
     };
-    // a finished tile to C: parked for the storer warps, or from registers
-    auto epilogue = [&](const TileCoord& tc) {
-      if constexpr (kParked) {
+    // a finished tile to C: parked for the storer warps, or from registers; `last`: the CTA's last tile
+    auto epilogue = [&](const TileCoord& tc, bool last) {
+      if (kLastParked && last) {
+        // Every consumer warpgroup's wgmma reads of the ring are done (each has waited on its last
+        // group) before any of them parks over it; the producer loads nothing after this tile.
+        named_barrier_sync(kLastParkedBarrier, 128 * CONSUMERS);
+        park_acc<MT, BN>(acc, ring, cw * WM + warp * 16 + (lane >> 2), lane);
+        __syncwarp();
+        if (lane0) mbar_arrive(smem_u32(&c_full));
+      } else if constexpr (kParked) {
         // Park the tile once the storers are done with the previous one.
         mbar_wait(smem_u32(&c_empty), c_phase ^ 1u);
         park_acc<MT, BN>(acc, cbuf, cw * WM + warp * 16 + (lane >> 2), lane);
@@ -303,7 +331,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         mainloop(item.ke - item.kb);
         fence_acc(acc);
         if (item.tile >= sk.split_tiles) {    // a whole tile, one of this CTA's own
-          epilogue(tc);
+          epilogue(tc, false);
         } else if (item.kb > 0) {             // a contributor: its partial sums to its slot
           streamk_publish<MT, BN>(acc, workspace(), t, bar);
         } else {                              // the owner: its contributors' sums added, then stored
@@ -329,7 +357,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
           SplitK::reduce(acc, red, smem_u32(&red_full), smem_u32(&red_empty), rank, threadIdx.x - 128, red_phase);
           red_phase ^= 1u;
         }
-        epilogue(tc);
+        epilogue(tc, tile + tiles.step >= tiles.total);
       }
     }
   }

@@ -15,10 +15,11 @@ Each candidate's launches are captured in a CUDA graph and timed on replay: laun
 Python, a launch costs the host more than most of these kernels take, and that cost, not the kernel,
 would decide. Each launch of the graph reads and writes its own scratch set of operands, as many sets as
 the harness rotates over (together more than its multiple of L2, where memory allows): a kernel is
-ranked with its operands where the harness times it, in DRAM. With the few sets that fit one short graph
-a small problem's operands stay in L2, and a kernel that waits on memory in sequence (a narrow-N walk)
-ranked ahead of one that keeps more loads in flight ranked behind it in the harness. The harness's own
-times of the picks come from `hgemm bench` on a pinned copy of them (`hgemm pin --autotune K`).
+ranked with its operands where the harness times it, in DRAM. A short graph over a few sets would leave a
+small problem's operands in L2 between replays, where a kernel that waits on memory in sequence (a
+narrow-N walk) ranks ahead of one that keeps more loads in flight, the reverse of the harness's order
+(benchmarks/autotune/). The harness's own times of the picks come from `hgemm bench` on a pinned copy of
+them (`hgemm pin --autotune K`).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ source scripts/gpu_env.sh
 set -o pipefail
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
 if [ ! -d "results/${folder}_tune" ]; then
-  timeout 170 python3 -m pytest -m gpu -q tests/test_gpu_families.py -k "$family or edge_shapes" \
+  timeout 230 python3 -m pytest -m gpu -q tests/test_gpu_families.py -k "$family or edge_shapes" \
     > "$OUT/pytest_gpu_families.log" 2>&1
   echo "families' GPU tests: rc $?"; tail -3 "$OUT/pytest_gpu_families.log"
 fi

@@ -161,10 +161,15 @@ def _epilogue_last(p: dict) -> bool:
     return p.get("epilogue", "registers") == "last"
 
 
+def _parked_bytes(p: dict) -> int:
+    # a parked C tile: rows padded by 16 bytes (ParkedTile in hgemm/epilogue.cuh)
+    return p["bm"] * (p["bn"] * 2 + 16)
+
+
 def _smem_bytes(p: dict) -> int:
     # + 1024: the kernel rounds the dynamic smem base up to the 1024-byte swizzle-pattern boundary;
-    # the parked C tile's rows are padded by 16 bytes (ParkedTile in hgemm/epilogue.cuh).
-    parked = p["bm"] * (p["bn"] * 2 + 16) if _epilogue_smem(p) else 0
+    # the parked epilogue's buffer follows the ring.
+    parked = _parked_bytes(p) if _epilogue_smem(p) else 0
     # split-K: a slot for each peer's partials of this CTA's share of the tile (ClusterSplitK::kBytes)
     split = _split(p)
     reduce = (split - 1) * p["bm"] * p["bn"] * 4 // split
@@ -193,7 +198,7 @@ def _valid(p: dict) -> bool:
         and _split(p) in SPLITS + (1,)
         and (_split(p) == 1 or (_cluster(p) == 1 and not _epilogue_smem(p)))
         and (not _streamk(p) or (_split(p) == 1 and _cluster(p) == 1))
-        and (not _epilogue_last(p) or (_plain_tiles(p) and p["stages"] * _stage_bytes(p) >= p["bm"] * (p["bn"] * 2 + 16)))
+        and (not _epilogue_last(p) or (_whole_tiles(p) and ctas == 1 and p["stages"] * _stage_bytes(p) >= _parked_bytes(p)))
     )
 
 
@@ -304,14 +309,14 @@ def _ctas_per_sm(p: dict) -> int:
     return p.get("ctas_per_sm", 1)
 
 
-def _plain_tiles(p: dict) -> bool:
-    # whole tiles, one CTA an SM and one a tile, through TMA or a staged loader
-    return _cluster(p) == 1 and _split(p) == 1 and not _streamk(p) and _ctas_per_sm(p) == 1
+def _whole_tiles(p: dict) -> bool:
+    # one CTA a whole tile: no clusters, split-K or stream-K
+    return _cluster(p) == 1 and _split(p) == 1 and not _streamk(p)
 
 
 def _plain(p: dict) -> bool:
-    # whole tiles through TMA, one CTA a tile: no clusters, split-K, stream-K or staged copies
-    return _cluster(p) == 1 and _split(p) == 1 and not _streamk(p) and not _staged(p)
+    # whole tiles through TMA, no staged copies
+    return _whole_tiles(p) and not _staged(p)
 
 
 def _streamk(p: dict) -> int:

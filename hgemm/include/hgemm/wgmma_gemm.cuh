@@ -178,6 +178,8 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   if (wg == 0) {
     // ------------------------------------------------------------ producer warpgroup
     producer_registers<CONSUMERS, CTAS_PER_SM, MT * BN / 2>();
+    // the storer warps' 16-byte stores: C's rows all 16-byte aligned
+    const bool vec_ok = N % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
     if (threadIdx.x == 0) {
       tma_prefetch(args.tmap_a);
       tma_prefetch(args.tmap_b);
@@ -233,7 +235,6 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         pos.advance();
       }
     } else if (kLastParked && threadIdx.x >= 32) {   // the storer warps: the CTA's last tile, from the ring
-      const bool vec_ok = N % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
       if (tiles.first < tiles.total) {
         const TileCoord tc = tiles.coord(tiles.first + (tiles.total - 1 - tiles.first) / tiles.step * tiles.step);
         mbar_wait(smem_u32(&c_full), 0);
@@ -242,7 +243,6 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
       }
     } else if (kParked && threadIdx.x >= 32) {   // the storer warps: every tile the consumers park, in their order
       const int t = threadIdx.x - 32;
-      const bool vec_ok = N % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
       uint32_t c_phase = 0;
       int first = tiles.first, step = tiles.step;
       if constexpr (STREAMK > 0) {   // only the whole tiles past the split ones are parked

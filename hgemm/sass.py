@@ -24,6 +24,7 @@ OPCODES = {
     "HMMA": "mma.sync: warp tensor-core MMA",
     "UTMALDG": "TMA load (cp.async.bulk.tensor)",
     "UTMASTG": "TMA store",
+    "UBLKCP": "bulk copy (cp.async.bulk, no tensor map)",
     "LDGSTS": "cp.async global -> shared",
     "LDSM": "ldmatrix",
     "LDG": "global load",

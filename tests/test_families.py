@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
+from hgemm import sass
 from hgemm.candidate import INCLUDE_DIR, parse_candidate
 from hgemm.compile import compile_candidate
 from hgemm.problem import Problem, load_grid
@@ -1227,6 +1228,26 @@ def test_wgmma_last_tile_parked_takes_the_ring_room_of_the_parked_buffer(tmp_pat
     # a ring of 64 x 64 tiles at 3 stages (48 KB) holds the parked 64 x 64 tile (9 KB)
     assert wgmma._valid(dict(p, bm=64, bn=64, consumers=1, stages=3))
     _assert_wgmma_compiles_clean(p, tmp_path)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+def test_wgmma_bulk_copy_epilogue_keeps_the_parked_buffer_and_whole_tiles(tmp_path):
+    """`epilogue: bulk`: the parked buffer of `epilogue: smem` (the same ring depths fit), whole tiles or
+    clusters, one CTA an SM or two, no split-K or stream-K; the entry instantiates Epilogue::bulk and
+    compiles clean in both layouts, with the bulk copies and their proxy fence in the SASS."""
+    p = dict(bm=128, bn=256, consumers=2, stages=3, group_m=8, epilogue="bulk")
+    assert wgmma._valid(p) and wgmma.name(p) == "wgmma_128x256x64_c2_s3_g8_eb"
+    assert wgmma._smem_bytes(p) == wgmma._smem_bytes(dict(p, epilogue="smem"))
+    assert not wgmma._valid(dict(p, stages=4)) and wgmma._valid(dict(p, stages=4, epilogue="registers"))
+    assert "wgmma_gemm<128, 256, 2, 3, 8, 1, Epilogue::bulk, Loader::tma>" in wgmma.render(p)
+    for ok in (dict(cluster=2), dict(loader="staged", stage="AB"), dict(bm=64, bn=64, consumers=1, stages=3, ctas_per_sm=2)):
+        assert wgmma._valid(dict(p, **ok)), ok
+    for other in (dict(split_k=2, epilogue="bulk", bm=128, bn=128, consumers=1, stages=4), dict(streamk=8)):
+        assert not wgmma._valid(dict(p, **other)), other
+    _assert_wgmma_compiles_clean(p, tmp_path)
+    counts = (sass.profile(tmp_path / f"{wgmma.name(p)}_NN.cubin", wgmma.name(p)) or {}).get("counts")
+    if counts is not None:   # nvdisasm present
+        assert counts.get("UBLKCP") and counts.get("HGMMA"), counts
 
 
 def _assert_wgmma_compiles_clean(p, tmp_path) -> None:

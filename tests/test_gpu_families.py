@@ -151,6 +151,26 @@ def test_wgmma_last_tile_parked_in_the_ring_verifies_on_edge_shapes(layout):
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_wgmma_bulk_copy_epilogue_verifies_on_edge_shapes(layout):
+    """`epilogue: bulk` on every tile of benchmarks/bulk_store/ (one CTA an SM and two), a clustered and a
+    staged one: CTAs of one tile and of many (a warp's rows of the buffer reused once its copies have
+    read them), ragged tiles, batch, and N not a multiple of 8 (TN, staged: from registers instead)."""
+    from benchmarks.bulk_store import make_kernels as bulk_store
+    from hgemm.candidate import parse_candidate
+    from hgemm.library import tma_compatible
+    from kernels_corpus.families import wgmma
+
+    variants = [p for p in bulk_store.variants() if p.get("epilogue") == "bulk"]
+    variants += [dict(variants[0], cluster=2), dict(variants[0], loader="staged", stage="AB")]
+    assert len(variants) == 14 and all(wgmma._valid(p) for p in variants)
+    shapes = [Problem(p.M, p.N, p.K, p.batch, layout)
+              for p in EDGE + TMA_EDGE + [Problem(1000, 1000, 200, 5), Problem(2048, 2048, 2048), Problem(1025, 1023, 513),
+                                          Problem(4100, 3000, 520)]]
+    problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]
+    assert not failures_on_own_shapes(wgmma, variants, problems)
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
 def test_wgmma_split_and_streamk_rings_past_six_verify_on_edge_shapes(layout):
     """The template takes rings deeper than the family's 6 stages: the small tiles' split-K and stream-K
     kernels at 8 and 12 stages, as far as shared memory holds them (benchmarks/deep_ring/), on the edge

@@ -11,7 +11,8 @@ column by column). Warpgroup 0 produces: one thread issues TMA loads into a STAG
 Options: `cluster: 2` (clusters of two CTAs on vertically adjacent tiles, B multicast into both; with
 `multicast: A`, on horizontally adjacent tiles, A multicast into both),
 `epilogue: smem` (finished tiles parked in shared memory and stored by the producer warpgroup's idle
-warps) or the register epilogue, `split_k: 2 | 4 | 8` (clusters of that many CTAs on one tile, each over a
+warps), `epilogue: bulk` (each consumer warp parks its own rows and copies them to C with cp.async.bulk)
+or the register epilogue, `split_k: 2 | 4 | 8` (clusters of that many CTAs on one tile, each over a
 share of K, reducing through distributed shared memory), `streamk: 8` (the tiles past the last whole wave
 shared out over the grid by k tile, each split over at most that many CTAs, reducing through the
 workspace), `ctas_per_sm: 2` (a grid of two CTAs an SM, for the one-consumer tiles that fit twice), and
@@ -161,6 +162,12 @@ def _epilogue_last(p: dict) -> bool:
     return p.get("epilogue", "registers") == "last"
 
 
+def _epilogue_bulk(p: dict) -> bool:
+    # `epilogue: bulk`: each consumer warp parks its own rows of a finished tile and the bulk-copy engine
+    # stores them (Epilogue::bulk): no hand-over to storer warps; the parked buffer as `smem` has it
+    return p.get("epilogue", "registers") == "bulk"
+
+
 def _parked_bytes(p: dict) -> int:
     # a parked C tile: rows padded by 16 bytes (ParkedTile in hgemm/epilogue.cuh)
     return p["bm"] * (p["bn"] * 2 + 16)
@@ -169,7 +176,7 @@ def _parked_bytes(p: dict) -> int:
 def _smem_bytes(p: dict) -> int:
     # + 1024: the kernel rounds the dynamic smem base up to the 1024-byte swizzle-pattern boundary;
     # the parked epilogue's buffer follows the ring.
-    parked = _parked_bytes(p) if _epilogue_smem(p) else 0
+    parked = _parked_bytes(p) if _epilogue_smem(p) or _epilogue_bulk(p) else 0
     # split-K: a slot for each peer's partials of this CTA's share of the tile (ClusterSplitK::kBytes)
     split = _split(p)
     reduce = (split - 1) * p["bm"] * p["bn"] * 4 // split
@@ -198,6 +205,7 @@ def _valid(p: dict) -> bool:
         and _split(p) in SPLITS + (1,)
         and (_split(p) == 1 or (_cluster(p) == 1 and not _epilogue_smem(p)))
         and (not _streamk(p) or (_split(p) == 1 and _cluster(p) == 1))
+        and (not _epilogue_bulk(p) or (_split(p) == 1 and not _streamk(p)))
         and (not _epilogue_last(p) or (_whole_tiles(p) and ctas == 1 and p["stages"] * _stage_bytes(p) >= _parked_bytes(p)))
     )
 
@@ -338,6 +346,8 @@ def name(p: dict) -> str:
         base += "_es"
     if _epilogue_last(p):
         base += "_el"
+    if _epilogue_bulk(p):
+        base += "_eb"
     if _staged(p):
         ops = _staged_ops(p)
         return base + "_staged" + ("" if ops == "AB" else ops)
@@ -439,7 +449,8 @@ def template_args(p: dict) -> str:
     EPILOGUE, LOADER, then SPLITK where it splits, SPLITK, STREAMK for stream-K, SPLITK, STREAMK,
     CTAS_PER_SM for two CTAs an SM and SPLITK, STREAMK, CTAS_PER_SM, MULTICAST for clusters sharing A
     (the layout comes from -DHGEMM_LAYOUT_TN)."""
-    epilogue = {"smem": "Epilogue::smem", "last": "Epilogue::last_parked"}.get(p.get("epilogue"), "Epilogue::registers")
+    epilogue = {"smem": "Epilogue::smem", "last": "Epilogue::last_parked", "bulk": "Epilogue::bulk"}.get(
+        p.get("epilogue"), "Epilogue::registers")
     loader = f"Loader::staged_{_staged_ops(p).lower()}" if _staged(p) else "Loader::tma"
     split = f", {_split(p)}" if _split(p) > 1 else ""
     if _streamk(p):

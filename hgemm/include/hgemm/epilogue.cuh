@@ -8,6 +8,10 @@
 //                 mbarriers pass the buffer between them (`full`: lane 0 of every consumer warp;
 //                 `empty`: lane 0 of every storer warp). What the register epilogue's stores cost
 //                 (benchmarks/epilogue/): 5% at 4096^3, 29-49% on batch 16-256 of 512^3.
+//   bulk_store_rows  through shared memory without a hand-over: a consumer warp holds whole rows of
+//                 the tile (16 of each m64 atom), so it parks its own rows and copies each to C with
+//                 one cp.async.bulk (shared -> global, the copy engine's, not the SM's, loads and
+//                 stores); it waits only for its own previous copies to have read the buffer.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -75,6 +79,43 @@ __device__ __forceinline__ void store_parked(uint32_t cbuf, __half* Cb, int m0, 
 #pragma unroll
     for (int e = 0; e < 8; ++e)
       if (col + e < N) dst[e] = __ushort_as_half(static_cast<unsigned short>(w[e / 2] >> (16 * (e % 2))));
+  }
+}
+
+// ---------------------------------------------------------------- through shared memory, by bulk copy
+// The consumers' st.shared (generic proxy) visible to the bulk copies (async proxy) that read them.
+__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// `bytes` (a multiple of 16, both addresses 16-byte aligned) from shared memory to global memory.
+__device__ __forceinline__ void bulk_copy_to_global(void* dst, uint32_t src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
+               ::"l"(reinterpret_cast<uint64_t>(dst)), "r"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Until at most N of this thread's bulk groups are still reading their shared-memory source.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory"); }
+
+// A consumer warp's rows of tile tc to C through its rows of the parked buffer at `cbuf` (a ParkedTile
+// of BN columns): `prow0` is the warp's first row within the tile (its warpgroup's slab + 16 * warp);
+// its rows are prow0 + 64 * mt + 0..15. Lane r < 16 * MT copies row r's valid columns with one bulk
+// copy. C's rows must start 16-byte aligned (N % 8 == 0, C 16-byte aligned): a tile's valid columns are
+// then a multiple of 8. The caller waits (bulk_wait_read<0>) before the CTA exits.
+template <int MT, int BN>
+__device__ __forceinline__ void bulk_store_rows(const float (&acc)[MT][BN / 2], uint32_t cbuf, __half* C,
+                                                const TileCoord& tc, int prow0, int M, int N, int lane) {
+  constexpr int C_PITCH = BN * 2 + 16;
+  bulk_wait_read<0>();   // this lane's copies of the warp's previous tile have read their rows
+  __syncwarp();
+  park_acc<MT, BN>(acc, cbuf, prow0 + (lane >> 2), lane);
+  fence_proxy_async_smem();
+  __syncwarp();
+  if (lane < 16 * MT) {
+    const int r = prow0 + (lane / 16) * 64 + lane % 16, row = tc.m0 + r;
+    if (row < M) {
+      __half* dst = C + static_cast<long long>(tc.b) * M * N + static_cast<long long>(row) * N + tc.n0;
+      bulk_copy_to_global(dst, cbuf + r * C_PITCH, min(BN, N - tc.n0) * 2);
+    }
+    bulk_commit();
   }
 }
 

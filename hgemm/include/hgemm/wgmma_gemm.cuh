@@ -27,7 +27,10 @@
 //             ring itself and stored by those warps. It needs no buffer of its own, so the ring keeps
 //             that room for another stage: on a grid of one tile a CTA (every tile a last one) each
 //             tile goes out as Epilogue::smem stores it, behind a deeper ring. No clusters, split-K or
-//             stream-K.
+//             stream-K. Epilogue::bulk: each consumer warp parks its own rows of a finished tile and
+//             copies them to C with cp.async.bulk (epilogue.cuh's bulk_store_rows), then starts the next
+//             tile: no hand-over to storer warps and no SM load/store instructions for C. Where C's rows
+//             are not 16-byte aligned (N % 8 != 0) it stores from registers. No split-K or stream-K.
 //   LOADER    Loader::tma: TMA from the operands (16-byte row pitches); Loader::staged_ab / staged_a /
 //             staged_b: the grid first copies both, A only or B only into row-padded copies in the
 //             workspace, and TMA reads those (staged_loader.cuh; the spec's `staged=1` maps).
@@ -77,7 +80,7 @@
 namespace hgemm {
 namespace sm90 {
 
-enum class Epilogue { registers, smem, last_parked };
+enum class Epilogue { registers, smem, last_parked, bulk };
 enum class Loader { tma, staged_ab, staged_a, staged_b };
 enum class Multicast { b, a };
 
@@ -101,7 +104,8 @@ struct WgmmaShape {
   static constexpr int A_BYTES = BM * kBK * 2;     // A stage: BM rows x 128 bytes (one TMA box)
   static constexpr int B_BOXES = BN / 64;          // B stage: BN / 64 boxes of 64 x 64 fp16
   static constexpr int STAGE_BYTES = A_BYTES + B_BOXES * kBoxBytes;
-  static constexpr int kParkedBytes = EPILOGUE == Epilogue::smem ? ParkedTile<BM, BN>::kBytes : 0;
+  static constexpr int kParkedBytes =
+      EPILOGUE == Epilogue::smem || EPILOGUE == Epilogue::bulk ? ParkedTile<BM, BN>::kBytes : 0;
   using SplitK = ClusterSplitK<MT, BN, SPLITK, 128 * CONSUMERS>;
   // + 1024: the kernel rounds the dynamic smem base up to the 1024-byte swizzle-pattern boundary
   static constexpr int kSmemBytes = STAGES * STAGE_BYTES + kParkedBytes + SplitK::kBytes + 1024;
@@ -119,6 +123,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   constexpr int BK = kBK, MT = S::MT, WM = S::WM, A_BYTES = S::A_BYTES, STAGE_BYTES = S::STAGE_BYTES;
   constexpr bool kParked = EPILOGUE == Epilogue::smem;
   constexpr bool kLastParked = EPILOGUE == Epilogue::last_parked;
+  constexpr bool kBulk = EPILOGUE == Epilogue::bulk;
   constexpr bool kStorers = kParked || kLastParked;   // the producer warpgroup's warps 1-3 store parked tiles
   // the named barrier of every consumer thread before the last tile is parked (0 is __syncthreads'; stream-K,
   // which never parks in the ring, takes 1 + its warpgroup)
@@ -126,6 +131,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   static_assert(!kLastParked || (CLUSTER == 1 && SPLITK == 1 && STREAMK == 0),
                 "the last tile parked in the ring: no clusters (a peer may still fill it), split-K or stream-K");
   static_assert(!kLastParked || STAGES * STAGE_BYTES >= ParkedTile<BM, BN>::kBytes, "the ring holds the parked tile");
+  static_assert(!kBulk || (SPLITK == 1 && STREAMK == 0), "the bulk-copy epilogue: whole tiles, no split-K or stream-K");
   static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
   static_assert(SPLITK == 1 || (CLUSTER == 1 && !kParked), "cluster split-K: no multicast, the register epilogue");
   static_assert(STREAMK == 0 || (CLUSTER == 1 && SPLITK == 1), "stream-K: no cluster");
@@ -307,6 +313,8 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         __syncwarp();
         if (lane0) mbar_arrive(smem_u32(&c_full));
         c_phase ^= 1u;
+      } else if (kBulk && N % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0) {   // rows 16-byte aligned
+        bulk_store_rows<MT, BN>(acc, cbuf, C, tc, cw * WM + warp * 16, M, N, lane);
       } else {
         const bool rows_aligned = N % 2 == 0 && reinterpret_cast<uintptr_t>(C) % 4 == 0;   // the same for all
         if constexpr (SPLITK > 1) SplitK::store(acc, C, tc, cw * WM, M, N, warp, lane, rank);
@@ -359,6 +367,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         }
         epilogue(tc, tile + tiles.step >= tiles.total);
       }
+      if constexpr (kBulk) bulk_wait_read<0>();   // the last copies have read the buffer before it is freed
     }
   }
   if constexpr (kClustered) cluster_sync();   // no CTA leaves while a peer may still arrive on its barriers

@@ -67,11 +67,13 @@ struct SmallK {
 
     const int step = WARPS * gridDim.y;   // a multiple of 8: every row keeps this warp's offset mod V
     const int first = warp + WARPS * static_cast<int>(blockIdx.y);
-    auto b_at = [&](int k, int col) {       // B[k][col] in either layout, as fp32
+    auto b_raw = [&](int k, int col) {      // B[k][col] in either layout, as its fp16 bits
       const long long src = kLayout == Layout::NN ? static_cast<long long>(k) * N + col
                                                   : static_cast<long long>(col) * K + k;
-      return __half2float(__ushort_as_half(__ldg(Bb + src)));
+      return __ldg(Bb + src);
     };
+    auto b_at = [&](int k, int col) { return __half2float(__ushort_as_half(b_raw(k, col))); };
+    auto to_float = [](unsigned short h) { return __half2float(__ushort_as_half(h)); };
     auto store = [&](int r, const float (&acc)[V]) {
       const long long row = static_cast<long long>(r) * N;
       if (whole) {
@@ -103,27 +105,43 @@ struct SmallK {
       return;
     }
 
-    // B's values for this lane's columns, once: columns outside 0..N-1 and k >= K hold 0.
-    float bv[KMAX][V];
+    // Every load is issued before any value is used: B's values for this lane's columns (columns outside
+    // 0..N-1 and k >= K hold 0) and the first step's rows of A, as fp16 bits, so a CTA waits on memory
+    // once. Converting each value as it is loaded made ptxas wait on each load in turn before issuing
+    // the next (a chain of round trips where a launch is nothing but them, as on 128 x 128 x 1).
+    // Later steps load their A while the step before is computed and stored.
+    unsigned short braw[KMAX][V], araw[U][KMAX];
 #pragma unroll
     for (int k = 0; k < KMAX; ++k)
 #pragma unroll
       for (int j = 0; j < V; ++j) {
         const int col = cs + j;
-        bv[k][j] = k < K && col >= 0 && col < N ? b_at(k, col) : 0.f;
+        braw[k][j] = k < K && col >= 0 && col < N ? b_raw(k, col) : static_cast<unsigned short>(0);
       }
-
-#pragma unroll 1
-    for (int r0 = first; r0 < M; r0 += step * U) {
-      float a[U][KMAX];
+    auto load_a = [&](int r0) {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int r = r0 + u * step;
 #pragma unroll
         for (int k = 0; k < KMAX; ++k)
-          a[u][k] = k < K && r < M ? __half2float(__ushort_as_half(__ldg(Ab + static_cast<long long>(r) * K + k)))
-                                   : 0.f;
+          araw[u][k] = k < K && r < M ? __ldg(Ab + static_cast<long long>(r) * K + k) : static_cast<unsigned short>(0);
       }
+    };
+    load_a(first);
+    float bv[KMAX][V];
+#pragma unroll
+    for (int k = 0; k < KMAX; ++k)
+#pragma unroll
+      for (int j = 0; j < V; ++j) bv[k][j] = to_float(braw[k][j]);
+
+#pragma unroll 1
+    for (int r0 = first; r0 < M; r0 += step * U) {
+      float a[U][KMAX];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int k = 0; k < KMAX; ++k) a[u][k] = to_float(araw[u][k]);
+      if (r0 + step * U < M) load_a(r0 + step * U);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int r = r0 + u * step;

@@ -6,7 +6,8 @@
 //   fragments     ldsm_x4, ldsm_x4_trans (ldmatrix), mma_m16n8k16 (fp16 in, fp32 accumulate)
 //   swizzle       swizzle_offset<CPR>(row, chunk): bank-conflict-free 16-byte chunk placement
 //   guarded I/O   MisalignedLoads, load_chunk_elems, load_chunk_pair (a 16-byte chunk of a row at any
-//                 2-byte alignment), store_half2 (a guarded pair of C values), pack_halves (two fp32 as a half2 word)
+//                 2-byte alignment), store_half2 (a guarded pair of C values), store_row_pairs (a row of
+//                 C from mma accumulators at any 2-byte alignment), pack_halves (two fp32 as a half2 word)
 //   columns       spread_column (the B column order that leaves each lane 8 consecutive columns of C)
 //   scheduling    grouped_tile (grouped rasterisation), k_tile_range (split-K share)
 //   split-K       splitk_arrive_last (per-tile counter in the workspace after the fp32 partials),
@@ -117,6 +118,38 @@ __device__ __forceinline__ void store_half2(__half* dst, float v0, float v1, int
   } else {
     if (c < N) dst[0] = __float2half_rn(v0);
     if (c + 1 < N) dst[1] = __float2half_rn(v1);
+  }
+}
+
+// One row of C from a warp's accumulators in the mma m16n8 / wgmma m64nN layout: lane l holds columns
+// 2(l%4) and 2(l%4) + 1 of each of the row's NB contiguous blocks of 8, value(j) giving block j's pair
+// as a float2, and `col_base` is this lane's first column (the blocks' origin + 2(l%4)); columns >= N
+// are skipped. A row that starts 4-byte aligned takes one half2 store a lane a block. One that starts
+// 2 bytes off (odd N: every other row; a C that starts 2 bytes off) has each lane store (c + 1, c + 2)
+// instead, taking c + 2 from the next lane of its quad (lane 3: from lane 0, one block on); the row's
+// first and last columns go alone. The two kinds of row alternate within a warp, so both are one code
+// path (selects, one shuffle and one store a block), not two branches the warp would run one after the
+// other. The 4 lanes of a quad share the row and must call this together. Plain 2-byte stores on odd-N
+// shapes cost the wgmma kernels +42 us at 4095^3 and 4096x4095x4096 (benchmarks/misaligned_loaders/).
+template <int NB, class Value>
+__device__ __forceinline__ void store_row_pairs(__half* crow, int col_base, int N, int lane, Value value) {
+  const int q = lane & 3;
+  const unsigned quad = 0xfu << (lane & ~3);
+  const int from = (lane & ~3) | ((q + 1) & 3);
+  const int off = (reinterpret_cast<uintptr_t>(crow) & 3) ? 1 : 0;   // the row starts 2 bytes off
+  if (off && q == 0 && col_base < N) crow[col_base] = __float2half_rn(value(0).x);
+#pragma unroll
+  for (int j = 0; j < NB; ++j) {
+    const float2 v = value(j);
+    // lane 0 offers its first value of block j + 1, the others their first of block j
+    const float offer = q == 0 ? (j + 1 < NB ? value(j + 1).x : 0.f) : v.x;
+    const float v2 = __shfl_sync(quad, offer, from);
+    const int col = col_base + j * 8 + off;   // this lane's pair: (c, c + 1) or (c + 1, c + 2)
+    const float lo = off ? v.y : v.x, hi = off ? v2 : v.y;
+    // off rows: c + 2 of lane 3's last block is the next warp's or tile's first column
+    const bool whole = col + 1 < N && !(off && q == 3 && j == NB - 1);
+    if (whole) *reinterpret_cast<__half2*>(crow + col) = __floats2half2_rn(lo, hi);
+    else if (col < N) crow[col] = __float2half_rn(lo);
   }
 }
 

@@ -17,6 +17,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include <hgemm/common.cuh>
+
 #include "scheduler.cuh"
 
 namespace hgemm {
@@ -123,23 +125,15 @@ __device__ __forceinline__ void bulk_store_rows(const float (&acc)[MT][BN / 2], 
 // A consumer warp's MT m64 atoms of tile tc straight to C (batch x M x N): the warpgroup's rows start
 // `slab` rows into the tile, this warp's 16 * warp rows after that. rows_aligned: every row of C starts
 // 4-byte aligned (N even and C 4-byte aligned), the same for all threads.
-// A lane's column pair (c, c + 1) starts at an even column, so it is one 4-byte store where the
-// row starts 4-byte aligned: every row, when N is even and C is. Otherwise (N odd: every other
-// row) a row that starts 2 bytes off has each lane store (c + 1, c + 2) instead, taking c + 2 from
-// the next lane of its quad (lane 3: from lane 0, one j on); its first and last columns go alone.
-// The two kinds of row alternate within a warp, so both are one code path (selects, one shuffle
-// and one store per j), not two branches the warp would run one after the other. Plain 2-byte
-// stores on odd-N shapes cost +42 us at 4095^3 and 4096x4095x4096, where K or M odd cost
-// nothing (benchmarks/misaligned_loaders/).
+// A row that starts 4-byte aligned (every row, when N is even and C is) takes one 4-byte store a lane
+// a block; the others go through hgemm::store_row_pairs (common.cuh), one 4-byte store a lane a block
+// as well.
 template <int MT, int BN>
 __device__ __forceinline__ void store_acc(const float (&acc)[MT][BN / 2], __half* C, const TileCoord& tc, int slab,
                                           int M, int N, bool rows_aligned, int warp, int lane) {
   __half* Cb = C + static_cast<long long>(tc.b) * M * N;
   const int row_base = tc.m0 + slab + warp * 16 + (lane >> 2);
   const int col_base = tc.n0 + (lane & 3) * 2;
-  const int q = lane & 3;
-  const unsigned quad = 0xfu << (lane & ~3);   // the 4 lanes of one row take part in its shuffles
-  const int from = (lane & ~3) | ((q + 1) & 3);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -156,22 +150,9 @@ __device__ __forceinline__ void store_acc(const float (&acc)[MT][BN / 2], __half
         }
         continue;
       }
-      const int off = (reinterpret_cast<uintptr_t>(crow) & 3) ? 1 : 0;   // the row starts 2 bytes off
-      if (off && q == 0 && col_base < N) crow[col_base] = __float2half_rn(acc[mt][2 * h]);
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int c = col_base + j * 8;
-        const float v0 = acc[mt][4 * j + 2 * h], v1 = acc[mt][4 * j + 2 * h + 1];
-        // lane 0 offers its first value of block j + 1, the others their first of block j
-        const float offer = q == 0 ? (j + 1 < BN / 8 ? acc[mt][4 * (j + 1) + 2 * h] : 0.f) : v0;
-        const float v2 = __shfl_sync(quad, offer, from);
-        const int col = c + off;                 // this lane's pair: (c, c + 1) or (c + 1, c + 2)
-        const float lo = off ? v1 : v0, hi = off ? v2 : v1;
-        // off rows: c + 2 of lane 3's last block is the next tile's first column
-        const bool whole = col + 1 < N && !(off && q == 3 && j == BN / 8 - 1);
-        if (whole) *reinterpret_cast<__half2*>(crow + col) = __floats2half2_rn(lo, hi);
-        else if (col < N) crow[col] = __float2half_rn(lo);
-      }
+      hgemm::store_row_pairs<BN / 8>(crow, col_base, N, lane, [&](int j) {
+        return make_float2(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
+      });
     }
 }
 

@@ -10,7 +10,8 @@
 //     time, per operand, a main loop instantiation that loads that operand into registers (8 guarded
 //     element loads, or two aligned 16-byte loads realigned: MisalignedLoads) and stores 16-byte
 //     chunks into the same swizzled layout, so the aligned path pays nothing for it;
-//   * C is written with half2 stores when N is even and C is 4-byte aligned, else element-wise.
+//   * C is written with half2 stores, on rows that start 2 bytes off (odd N) shifted by one column with
+//     a shuffle in each quad of lanes (store_row_pairs); the split-K reduction stores element-wise.
 // Split-K: the launch's gridDim.y splits the k tiles; with gridDim.y > 1 each CTA adds its fp32
 // partial tile into the zero-filled workspace (batch * M * N floats, then one int counter per tile)
 // and the CTA that arrives last converts the tile to fp16 and leaves its part of the workspace zero.
@@ -247,16 +248,26 @@ struct MmaSyncGemm {
   // fp16 C tile, rows >= M and cols >= N skipped (Cb: this batch entry's C).
   __device__ __forceinline__ static void store_tile(const Acc& acc, __half* Cb, int M, int N, int row_base, int col_base,
                                                     bool pair) {
+    const int lane = threadIdx.x & 31;
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-      for (int ni = 0; ni < NI; ++ni)
+      for (int h = 0; h < 2; ++h) {
+        const int r = row_base + mi * 16 + h * 8;
+        if (r >= M) continue;   // the whole quad: its lanes share r
+        __half* crow = Cb + (long long)r * N;
+        if (pair) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = row_base + mi * 16 + h * 8, c = col_base + ni * 8;
-          if (r >= M) continue;
-          store_half2(Cb + (long long)r * N + c, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1], c, N, pair);
+          for (int ni = 0; ni < NI; ++ni) {
+            const int c = col_base + ni * 8;
+            store_half2(crow + c, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1], c, N, true);
+          }
+        } else {   // rows at any 2-byte alignment: one 4-byte store a lane a block all the same
+          store_row_pairs<NI>(crow, col_base, N, lane, [&](int ni) {
+            return make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+          });
         }
+      }
   }
 
   // Split-K (gridDim.y > 1): this CTA's fp32 partials are added atomically into the zero-filled

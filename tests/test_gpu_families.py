@@ -152,8 +152,8 @@ def test_wgmma_last_tile_parked_in_the_ring_verifies_on_edge_shapes(layout):
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
 def test_wgmma_bulk_copy_epilogue_verifies_on_edge_shapes(layout):
-    """`epilogue: bulk` on every tile of benchmarks/bulk_store/ (one CTA an SM and two), a clustered and a
-    staged one: CTAs of one tile and of many (a warp's rows of the buffer reused once its copies have
+    """`epilogue: bulk` on every tile of benchmarks/bulk_store/ (one CTA an SM and two), clusters sharing B
+    and sharing A, and a staged one: CTAs of one tile and of many (a warp's rows of the buffer reused once its copies have
     read them), ragged tiles, batch, and N not a multiple of 8 (TN, staged: from registers instead)."""
     from benchmarks.bulk_store import make_kernels as bulk_store
     from hgemm.candidate import parse_candidate
@@ -161,11 +161,14 @@ def test_wgmma_bulk_copy_epilogue_verifies_on_edge_shapes(layout):
     from kernels_corpus.families import wgmma
 
     variants = [p for p in bulk_store.variants() if p.get("epilogue") == "bulk"]
-    variants += [dict(variants[0], cluster=2), dict(variants[0], loader="staged", stage="AB")]
-    assert len(variants) == 14 and all(wgmma._valid(p) for p in variants)
+    variants += [dict(variants[0], cluster=2), dict(variants[0], cluster=2, multicast="A"),
+                 dict(variants[0], loader="staged", stage="AB")]
+    assert len(variants) == 15 and all(wgmma._valid(p) for p in variants)
+    # 130 x 4104 x 264: a cluster sharing A has its last peer wholly past N; 4097 x 72 x 264 (TMA_EDGE) one
+    # sharing B past M
     shapes = [Problem(p.M, p.N, p.K, p.batch, layout)
               for p in EDGE + TMA_EDGE + [Problem(1000, 1000, 200, 5), Problem(2048, 2048, 2048), Problem(1025, 1023, 513),
-                                          Problem(4100, 3000, 520)]]
+                                          Problem(4100, 3000, 520), Problem(130, 4104, 264)]]
     problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]
     assert not failures_on_own_shapes(wgmma, variants, problems)
 

@@ -113,7 +113,7 @@ __device__ __forceinline__ void bulk_store_rows(const float (&acc)[MT][BN / 2], 
   __syncwarp();
   if (lane < 16 * MT) {
     const int r = prow0 + (lane / 16) * 64 + lane % 16, row = tc.m0 + r;
-    if (row < M) {
+    if (row < M && tc.n0 < N) {   // a cluster's last peer may lie wholly past M or N: nothing to store
       __half* dst = C + static_cast<long long>(tc.b) * M * N + static_cast<long long>(row) * N + tc.n0;
       bulk_copy_to_global(dst, cbuf + r * C_PITCH, min(BN, N - tc.n0) * 2);
     }

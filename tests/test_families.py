@@ -982,10 +982,11 @@ def test_wgmma_accumulator_mapping_is_a_bijection():
         assert (seen == 1).all()
 
 
-def _wgmma_row_stores(acc_row, n0, N, bn, aligned):
-    """The epilogue's stores for one row of one tile, mirrored from wgmma.py's path for rows that may
-    start 2 bytes off (N odd, or C 2 bytes off): acc_row[q][j] is lane q's (v0, v1) pair of block j
-    (columns n0 + 8j + 2q, + 1). Returns (first column, values) per store."""
+def _row_pair_stores(acc_row, n0, N, bn, aligned):
+    """The stores of one row of a warp's bn columns, mirrored from hgemm::store_row_pairs (common.cuh),
+    which the wgmma and mma.sync epilogues call for rows that may start 2 bytes off (N odd, or C 2 bytes
+    off): acc_row[q][j] is lane q's (v0, v1) pair of block j (columns n0 + 8j + 2q, + 1). Returns (first
+    column, values) per store."""
     off = 0 if aligned else 1
     stores = []
     for q in range(4):
@@ -1008,17 +1009,18 @@ def _wgmma_row_stores(acc_row, n0, N, bn, aligned):
     return stores
 
 
-@pytest.mark.parametrize("bn", [64, 128, 192, 256])
-def test_wgmma_epilogue_stores_every_column_once_and_pairs_only_at_4_byte_addresses(bn):
+@pytest.mark.parametrize("bn", [8, 16, 32, 64, 128, 192, 256])
+def test_row_pair_stores_cover_every_column_once_and_pair_only_at_4_byte_addresses(bn):
     """A row that starts 2 bytes off 4-byte alignment (N odd: every other row) still stores its columns
-    as 4-byte pairs, shifted by one, with the tile's first and last columns alone; ragged N included."""
+    as 4-byte pairs, shifted by one, with the warp's first and last columns alone; ragged N included.
+    bn: a warp's columns of a row, the wgmma tiles' 64-256 and the mma.sync warp tiles' 8-32."""
     rng = np.random.default_rng(0)
     for aligned in (True, False):
         for n0, N in [(0, bn), (0, bn + 3), (bn, 2 * bn - 1), (bn, bn + 1), (2 * bn, 2 * bn + 2)]:
             acc_row = [[tuple(rng.standard_normal(2)) for _ in range(bn // 8)] for _ in range(4)]
             want = {n0 + 8 * j + 2 * q + e: acc_row[q][j][e] for q in range(4) for j in range(bn // 8) for e in range(2)}
             got = {}
-            for col, values in _wgmma_row_stores(acc_row, n0, N, bn, aligned):
+            for col, values in _row_pair_stores(acc_row, n0, N, bn, aligned):
                 # a pair's address: the row start (0 or 2 mod 4 bytes) + 2 bytes a column
                 assert len(values) == 1 or ((0 if aligned else 2) + 2 * col) % 4 == 0, (aligned, col)
                 for i, v in enumerate(values):
@@ -1026,7 +1028,7 @@ def test_wgmma_epilogue_stores_every_column_once_and_pairs_only_at_4_byte_addres
                     got[col + i] = v
             assert set(got) == {c for c in want if c < N}, (aligned, n0, N)
             assert all(got[c] == want[c] for c in got)
-            pairs = sum(len(v) == 2 for _, v in _wgmma_row_stores(acc_row, n0, N, bn, aligned))
+            pairs = sum(len(v) == 2 for _, v in _row_pair_stores(acc_row, n0, N, bn, aligned))
             if N >= n0 + bn:  # a full tile row: all pairs but 2 singles where the row is off
                 assert pairs == (bn // 2 if aligned else bn // 2 - 1)
 

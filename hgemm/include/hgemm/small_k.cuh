@@ -105,12 +105,13 @@ struct SmallK {
       return;
     }
 
-    // Every load is issued before any value is used: B's values for this lane's columns (columns outside
-    // 0..N-1 and k >= K hold 0) and the first step's rows of A, as fp16 bits, so a CTA waits on memory
-    // once. Converting each value as it is loaded made ptxas wait on each load in turn before issuing
-    // the next (a chain of round trips where a launch is nothing but them, as on 128 x 128 x 1).
-    // Later steps load their A while the step before is computed and stored.
-    unsigned short braw[KMAX][V], araw[U][KMAX];
+    // B's values for this lane's columns (columns outside 0..N-1 and k >= K hold 0): every load issued
+    // before any is converted, so the lane waits on memory once for all of them. Converting each value
+    // as it is loaded made ptxas wait on each load in turn before issuing the next (a chain of round
+    // trips where a launch is little else, as on 128 x 128 x 1). A step's rows of A the same way; the
+    // first step's are not loaded beside B, which would hold U x KMAX more registers at once, past some
+    // variants' launch bounds.
+    unsigned short braw[KMAX][V];
 #pragma unroll
     for (int k = 0; k < KMAX; ++k)
 #pragma unroll
@@ -118,16 +119,6 @@ struct SmallK {
         const int col = cs + j;
         braw[k][j] = k < K && col >= 0 && col < N ? b_raw(k, col) : static_cast<unsigned short>(0);
       }
-    auto load_a = [&](int r0) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int r = r0 + u * step;
-#pragma unroll
-        for (int k = 0; k < KMAX; ++k)
-          araw[u][k] = k < K && r < M ? __ldg(Ab + static_cast<long long>(r) * K + k) : static_cast<unsigned short>(0);
-      }
-    };
-    load_a(first);
     float bv[KMAX][V];
 #pragma unroll
     for (int k = 0; k < KMAX; ++k)
@@ -136,12 +127,19 @@ struct SmallK {
 
 #pragma unroll 1
     for (int r0 = first; r0 < M; r0 += step * U) {
+      unsigned short araw[U][KMAX];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int r = r0 + u * step;
+#pragma unroll
+        for (int k = 0; k < KMAX; ++k)
+          araw[u][k] = k < K && r < M ? __ldg(Ab + static_cast<long long>(r) * K + k) : static_cast<unsigned short>(0);
+      }
       float a[U][KMAX];
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
         for (int k = 0; k < KMAX; ++k) a[u][k] = to_float(araw[u][k]);
-      if (r0 + step * U < M) load_a(r0 + step * U);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int r = r0 + u * step;

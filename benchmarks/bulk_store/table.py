@@ -40,6 +40,10 @@ for pr in bench["problems"]:
             cells[(tile_of(m), m.group(5))] = (c["time_us"], m.group(3))
         if (p["M"], p["N"], p["batch"], p["layout"]) == (2048, 2048, 1, "NN"):
             sweep.setdefault(name, []).append((p["K"], c["time_us"]))
+    if (p["M"], p["N"], p["batch"], p["layout"]) == (2048, 2048, 1, "NN"):
+        for name, b in pr["baselines"].items():
+            if b and b.get("timing"):
+                sweep.setdefault(name, []).append((p["K"], b["timing"]["median_us"]))
     shape = f"b{p['batch']} {p['M']}x{p['N']}x{p['K']} {p['layout']}"
     for tile in sorted({t for t, _ in cells}):
         es, eb = cells.get((tile, "es")), cells.get((tile, "eb"))

@@ -99,8 +99,8 @@ __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.w
 
 // A consumer warp's rows of tile tc to C through its rows of the parked buffer at `cbuf` (a ParkedTile
 // of BN columns): `prow0` is the warp's first row within the tile (its warpgroup's slab + 16 * warp);
-// its rows are prow0 + 64 * mt + 0..15. Lane r < 16 * MT copies row r's valid columns with one bulk
-// copy. C's rows must start 16-byte aligned (N % 8 == 0, C 16-byte aligned): a tile's valid columns are
+// its rows are prow0 + 64 * mt + 0..15, and lane i < 16 * MT copies the valid columns of the i-th of
+// them with one bulk copy. C's rows must start 16-byte aligned (N % 8 == 0, C 16-byte aligned): a tile's valid columns are
 // then a multiple of 8. The caller waits (bulk_wait_read<0>) before the CTA exits.
 template <int MT, int BN>
 __device__ __forceinline__ void bulk_store_rows(const float (&acc)[MT][BN / 2], uint32_t cbuf, __half* C,

@@ -29,7 +29,7 @@
 //             tile goes out as Epilogue::smem stores it, behind a deeper ring. No clusters, split-K or
 //             stream-K. Epilogue::bulk: each consumer warp parks its own rows of a finished tile and
 //             copies them to C with cp.async.bulk (epilogue.cuh's bulk_store_rows), then starts the next
-//             tile: no hand-over to storer warps and no SM load/store instructions for C. Where C's rows
+//             tile: no hand-over to storer warps and no global stores for C from the SM's threads. Where C's rows
 //             are not 16-byte aligned (N % 8 != 0) it stores from registers. No split-K or stream-K.
 //   LOADER    Loader::tma: TMA from the operands (16-byte row pitches); Loader::staged_ab / staged_a /
 //             staged_b: the grid first copies both, A only or B only into row-padded copies in the

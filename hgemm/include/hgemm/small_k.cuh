@@ -72,8 +72,8 @@ struct SmallK {
                                                   : static_cast<long long>(col) * K + k;
       return __ldg(Bb + src);
     };
-    auto b_at = [&](int k, int col) { return __half2float(__ushort_as_half(b_raw(k, col))); };
     auto to_float = [](unsigned short h) { return __half2float(__ushort_as_half(h)); };
+    auto b_at = [&](int k, int col) { return to_float(b_raw(k, col)); };
     auto store = [&](int r, const float (&acc)[V]) {
       const long long row = static_cast<long long>(r) * N;
       if (whole) {
@@ -97,7 +97,7 @@ struct SmallK {
           float s = 0.f;
 #pragma unroll 1
           for (int k = 0; k < K; ++k)
-            s = fmaf(__half2float(__ushort_as_half(__ldg(Ab + static_cast<long long>(r) * K + k))), b_at(k, col), s);
+            s = fmaf(to_float(__ldg(Ab + static_cast<long long>(r) * K + k)), b_at(k, col), s);
           acc[j] = s;
         }
         store(r, acc);

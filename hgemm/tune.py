@@ -69,6 +69,11 @@ STREAMK_SIBLINGS = 2
 # model the search ranks by leaves out every kernel no tune has timed, and the tunes time this tile only
 # on the deep-split class (benchmarks/deep_split/): the search kept it on 25 of 113 held-out shapes.
 SMALL_TILE_SIBLINGS = 1
+# A first-call search's first two-consumer wgmma kernels with the parked epilogue are timed with the
+# bulk-copy one too (kernels_corpus.families.wgmma.bulk_sibling), where C's rows take bulk copies (N a
+# multiple of 8): 1.04-1.18x the parked form on one-wave grids, 0.96-1.10x on many
+# (benchmarks/bulk_store/); the cost model ranks only the kernels its tunes timed.
+BULK_SIBLINGS = 2
 SMALL_OUTPUT = 1 << 18   # output elements (M * N * batch) up to which the 32 x 32 sibling is timed
 ALL_TILES = 1000  # more tile shapes than any family has: every one that applies
 DEFAULT_TOP = 8  # cost_shortlist: the variants a shape times when the cost model ranks them
@@ -132,6 +137,10 @@ def estimate(params: dict, problem: Problem) -> float:
     return cost + (split - 1) * bm * bn * 4  # split-K reduction traffic
 
 
+def _depth(params: dict) -> int:
+    return max(params.get(k, 0) for k in DEPTH)
+
+
 def _split(params: dict) -> bool:
     """A kernel that splits a tile's K over CTAs: cluster split-K or stream-K."""
     return params.get("split_k", 1) > 1 or bool(params.get("streamk"))
@@ -149,14 +158,18 @@ def _pitch_off_128_bytes(problem: Problem) -> bool:
 def shortlist(problem: Problem, tiles_per_family: int = DEFAULT_TILES, stages_per_tile: int = 2) -> list[tuple[str, str]]:
     """(name, text) of the variants worth timing on this problem: per family, the best-ranked distinct
     tile shapes, each with its deepest pipelines (the estimate cannot see latency hiding, the GPU can):
-    cp.async or TMA stages, or the skinny kernels' loads in flight a thread."""
+    cp.async or TMA stages, or the skinny kernels' loads in flight a thread; a two-consumer wgmma tile
+    with both its parked and its bulk-copy epilogue."""
     chosen = []
     for fam in FAMILIES:
         by_tile: dict[tuple, list] = {}
         for p in fam.variants():
             if not (fam.applicable(p, problem) and _layout_ok(fam.render(p), problem.layout)):
                 continue
-            tile = tuple(sorted((k, v) for k, v in p.items() if k not in DEPTH))
+            # a bulk-copy epilogue counts as the same tile as its parked twin (wgmma.bulk_sibling): the
+            # estimate ties the two, so a tile's kernels are both forms at its deepest rings
+            key = dict(p, epilogue="smem") if p.get("epilogue") == "bulk" else p
+            tile = tuple(sorted((k, v) for k, v in key.items() if k not in DEPTH))
             by_tile.setdefault(tile, []).append(p)
         ranked = sorted(by_tile.values(), key=lambda ps: estimate(ps[0], problem))
         # Every narrow variant that applies is timed (at most 24, kernels of microseconds): the estimate
@@ -171,7 +184,8 @@ def shortlist(problem: Problem, tiles_per_family: int = DEFAULT_TILES, stages_pe
         if any(_staged_split(ps[0]) for ps in picked) and all(_split(ps[0]) for ps in picked):
             picked += [ps for ps in ranked if not _split(ps[0])][:1]
         for ps in sorted(picked, key=ranked.index):
-            ps = sorted(ps, key=lambda p: -max(p.get(k, 0) for k in DEPTH))[:stages_per_tile]
+            depths = sorted({_depth(p) for p in ps}, reverse=True)[:stages_per_tile]
+            ps = sorted((p for p in ps if _depth(p) in depths), key=lambda p: -_depth(p))
             chosen += [(fam.name(p), fam.render(p)) for p in ps]
     names = [name for name, _ in chosen]
     return (chosen + streamk_siblings(names, problem)[:STREAMK_SIBLINGS]
@@ -211,6 +225,22 @@ def small_tile_siblings(names: list[str], problem: Problem) -> list[tuple[str, s
             continue
         name, text = mma_sync.name(sibling), mma_sync.render(sibling)
         if name not in names and mma_sync.applicable(sibling, problem) and _layout_ok(text, problem.layout):
+            out.setdefault(name, text)
+    return list(out.items())
+
+
+def bulk_siblings(names: list[str], problem: Problem) -> list[tuple[str, str]]:
+    """(name, text) of the bulk-copy twin of each two-consumer wgmma kernel with the parked epilogue among
+    `names`, in their order, where C's rows are 16-byte aligned, in the problem's layout and not named
+    already. A caller times the first BULK_SIBLINGS of them."""
+    out: dict[str, str] = {}
+    if problem.N % 8:
+        return []
+    for params in filter(None, map(kernel_params, names)):
+        if family(params) != "wgmma" or (twin := wgmma.bulk_sibling(params)) is None:
+            continue
+        name, text = wgmma.name(twin), wgmma.render(twin)
+        if name not in names and wgmma.applicable(twin, problem) and _layout_ok(text, problem.layout):
             out.setdefault(name, text)
     return list(out.items())
 

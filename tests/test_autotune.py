@@ -89,7 +89,8 @@ def test_the_search_times_its_first_wgmma_tiles_in_their_other_form(pipeline_lib
         found = autotune.candidates(lib, p, first, lib.autotune)
         ranked = {first.name} | {name for name, _ in cost_shortlist(p, lib, lib.autotune)}
         n = next(i for i, c in enumerate(found) if c.name not in ranked)
-        added = [c for c in found[n:] if c.name.startswith("wgmma_")]   # (on small outputs an mma.sync one too)
+        # (on small outputs an mma.sync one too; bulk-copy twins: the next test)
+        added = [c for c in found[n:] if c.name.startswith("wgmma_") and "_eb" not in c.name]
         before = found[:n]
         assert 1 <= len(added) <= STREAMK_SIBLINGS and all(c.name not in ranked for c in found[n:])
         assert all(runs_on(c.candidate, p) for c in added)
@@ -101,6 +102,31 @@ def test_the_search_times_its_first_wgmma_tiles_in_their_other_form(pipeline_lib
     for p in (Problem(4096, 4096, 448), Problem(1000, 3000, 256)):   # K of 7 and 4 k tiles: no two shares of 4
         found = autotune.candidates(lib, p, lib.lookup(p), lib.autotune)
         assert found and not any("_stk" in c.name for c in found)
+
+
+def test_the_search_times_its_first_two_consumer_tiles_with_bulk_copies_where_c_rows_take_them(pipeline_library):
+    """After the ranked kernels the search adds the bulk-copy twin of its first two-consumer wgmma kernels
+    with the parked epilogue (hgemm.tune.bulk_siblings), at most BULK_SIBLINGS, each the same tile and ring
+    as a kernel it ranked; none where N is not a multiple of 8 (C's rows are then no bulk copy's)."""
+    from kernels_corpus.families import wgmma
+
+    from hgemm.tune import BULK_SIBLINGS
+
+    lib = pipeline_library
+    for p in (Problem(2048, 2048, 2048), Problem(512, 4096, 4096), Problem(1024, 1024, 1024, 4), Problem(3000, 4000, 2000)):
+        first = lib.lookup(p)
+        found = autotune.candidates(lib, p, first, lib.autotune)
+        names = [c.name for c in found]
+        assert len(names) == len(set(names)), names
+        ranked = [first.name] + [name for name, _ in cost_shortlist(p, lib, lib.autotune)]
+        bulk = [kernel_params(n) for n in names if "_eb" in n and n not in ranked]
+        assert 1 <= len(bulk) <= BULK_SIBLINGS, names
+        twins = {wgmma.name(dict(q, epilogue="smem")) for q in bulk}
+        assert twins <= set(ranked), names   # each the twin of a kernel the search ranked
+        assert all(q["consumers"] == 2 and wgmma.applicable(q, p) for q in bulk)
+    for p in (Problem(2048, 2047, 2048, 1, "TN"), Problem(3000, 4001, 2000, 1, "TN")):
+        found = autotune.candidates(lib, p, lib.lookup(p), lib.autotune)
+        assert not any("_eb" in c.name for c in found)
 
 
 def test_the_search_times_its_first_mma_sync_kernel_at_the_32_by_32_tile_on_small_outputs(pipeline_library):

@@ -152,18 +152,20 @@ def test_wgmma_last_tile_parked_in_the_ring_verifies_on_edge_shapes(layout):
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
 def test_wgmma_bulk_copy_epilogue_verifies_on_edge_shapes(layout):
-    """`epilogue: bulk` on every tile of benchmarks/bulk_store/ (one CTA an SM and two), clusters sharing B
-    and sharing A, and a staged one: CTAs of one tile and of many (a warp's rows of the buffer reused once its copies have
-    read them), ragged tiles, batch, and N not a multiple of 8 (TN, staged: from registers instead)."""
+    """`epilogue: bulk` on every tile of benchmarks/bulk_store/ (one CTA an SM and two), every variant of
+    the family (clusters sharing B, staged copies of A, B or both) and a cluster sharing A: CTAs of one
+    tile and of many (a warp's rows of the buffer reused once its copies have read them), ragged tiles,
+    batch, and N not a multiple of 8 (TN, staged: from registers instead)."""
     from benchmarks.bulk_store import make_kernels as bulk_store
     from hgemm.candidate import parse_candidate
     from hgemm.library import tma_compatible
     from kernels_corpus.families import wgmma
 
     variants = [p for p in bulk_store.variants() if p.get("epilogue") == "bulk"]
-    variants += [dict(variants[0], cluster=2), dict(variants[0], cluster=2, multicast="A"),
-                 dict(variants[0], loader="staged", stage="AB")]
-    assert len(variants) == 15 and all(wgmma._valid(p) for p in variants)
+    variants += [dict(variants[0], cluster=2, multicast="A")]
+    # and the family's own: every ring, the clustered and the staged forms (one operand copied or both)
+    variants += [p for p in wgmma.variants() if p.get("epilogue") == "bulk" and p not in variants]
+    assert len(variants) >= 25 and all(wgmma._valid(p) for p in variants)
     # 130 x 4104 x 264: a cluster sharing A has its last peer wholly past N; 4097 x 72 x 264 (TMA_EDGE) one
     # sharing B past M
     shapes = [Problem(p.M, p.N, p.K, p.batch, layout)

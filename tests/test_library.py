@@ -640,6 +640,26 @@ def test_every_committed_library_launches_its_family_kernels_as_the_family_does(
     assert {folder: names for folder, names in stale.items() if names} == {}
 
 
+def test_tune_shortlist_times_two_consumer_wgmma_tiles_with_both_parked_and_bulk_copy_epilogues():
+    """The estimate ties a two-consumer tile's bulk-copy epilogue with its parked one, so the shortlist
+    counts the two as one tile and times both at each of its deepest rings; a one-consumer tile has no
+    bulk form, and the bulk form never takes another tile's place."""
+    from hgemm.cost import kernel_params
+    from hgemm.problem import Problem
+    from hgemm.tune import shortlist
+
+    for p in (Problem(2048, 2048, 2048), Problem(4096, 4096, 4096, 1, "TN"), Problem(1024, 1024, 1024, 4)):
+        for tiles in (1, 2):
+            params = [kernel_params(name) for name, _ in shortlist(p, tiles) if name.startswith("wgmma_")]
+            whole = [q for q in params if not q.get("streamk")]
+            shapes = {(q["bm"], q["bn"], q["consumers"], q.get("loader"), q.get("ctas_per_sm")) for q in whole}
+            assert len(shapes) == tiles, whole
+            bulk = [q for q in whole if q.get("epilogue") == "bulk"]
+            parked = [q for q in whole if q.get("epilogue") == "smem" and q["consumers"] == 2]
+            assert bulk and {(q["bm"], q["bn"], q["stages"]) for q in bulk} == {(q["bm"], q["bn"], q["stages"]) for q in parked}
+            assert all(q["consumers"] == 2 for q in bulk)
+
+
 def test_tune_shortlist_times_its_first_wgmma_tiles_whole_and_stream_k():
     """Where the last round of tiles leaves two or more SMs a tile idle, or the tiles are few, the tune
     times its first wgmma tile in both forms, whole-tile and stream-K (hgemm.tune.streamk_siblings), so
@@ -662,6 +682,6 @@ def test_tune_shortlist_times_its_first_wgmma_tiles_whole_and_stream_k():
             assert streamk and all(wgmma.applicable(q, p) for q in streamk), alone
             first = [q for q in params if tile(q) == tile(params[0])]   # the first tile, in both forms
             assert any(q.get("streamk") for q in first) and not all(q.get("streamk") for q in first), alone
-            assert len(alone) <= 2 * tiles + STREAMK_SIBLINGS
+            assert len(alone) <= 4 * tiles + STREAMK_SIBLINGS   # two rings, two epilogues on two consumers
     for p in (Problem(4096, 4096, 4096), Problem(4096, 4096, 448)):   # a whole last round; 7 k tiles
         assert not any("_stk" in name for name, _ in shortlist(p, 2))

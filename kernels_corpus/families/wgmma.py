@@ -80,6 +80,10 @@ CLUSTERED = [(128, 256, 2)]
 # batched; 8192^3 1569 us against cuBLASLt's 1586; staged odd-N shapes 1.01-1.07x, element stores and
 # all. Every tile takes it but 128x128 with two consumers, which loses on single GEMMs (0.83-0.94x) and
 # wins batched (1.10-1.27x): that one keeps both.
+# The bulk-copy epilogue (`epilogue: bulk`): each consumer warp parks its own rows and copies each to C
+# with one cp.async.bulk, no hand-over to the producer's warps. Every two-consumer tile has it beside the
+# parked form at the same ring (bulk_sibling); one-consumer tiles lose with it (0.72-1.08x: a warp's
+# copies issue one lane at a time on the only consumer's path; benchmarks/bulk_store/).
 BOTH_EPILOGUES = [(128, 128, 2)]
 # Split-K across a cluster (`split_k: 2 | 4 | 8`, hgemm/cluster_splitk.cuh): SPLITK CTAs compute one tile over
 # shares of K and reduce-scatter their fp32 accumulators through distributed shared memory, so a problem
@@ -212,11 +216,24 @@ def _valid(p: dict) -> bool:
 
 def _epilogues(p: dict) -> list[dict]:
     """p with each epilogue its tile takes: the smem one (first: ties in the tune's shortlist go to the
-    earlier), and for BOTH_EPILOGUES the register one as well."""
+    earlier), for BOTH_EPILOGUES the register one as well, and with two consumers the bulk-copy one."""
     out = [dict(p, epilogue="smem")]
     if (p["bm"], p["bn"], p["consumers"]) in BOTH_EPILOGUES:
         out.append(dict(p))
+    if p["consumers"] == 2:
+        out.append(dict(p, epilogue="bulk"))
     return out
+
+
+def bulk_sibling(p: dict) -> dict | None:
+    """The `epilogue: bulk` twin of a two-consumer variant with the parked epilogue (same tile, ring,
+    cluster and loader), None for any other. On one-wave grids it ran 1.04-1.18x the parked form and on
+    many waves 0.96-1.10x (benchmarks/bulk_store/), which no term of the estimate or the cost model tells
+    apart: the tune's shortlist and the first-call search time both."""
+    if p["consumers"] != 2 or not _epilogue_smem(p):
+        return None
+    twin = dict(p, epilogue="bulk")
+    return twin if _valid(twin) else None
 
 
 def variants() -> list[dict]:

@@ -36,7 +36,7 @@ from .compile import compile_candidate
 from .entry import EvalOptions
 from .library import Choice, Library, runs_on
 from .problem import Problem
-from .tune import (BULK_SIBLINGS, SMALL_TILE_SIBLINGS, STREAMK_SIBLINGS, bulk_siblings, cost_shortlist,
+from .tune import (EPILOGUE_SIBLINGS, SMALL_TILE_SIBLINGS, STREAMK_SIBLINGS, cost_shortlist, epilogue_siblings,
                    small_tile_siblings, streamk_siblings)
 from .verify import check_output, random_tensor
 
@@ -63,7 +63,7 @@ def candidates(library: Library, problem: Problem, first: Choice, top: int) -> l
     whole-tile, where stream-K applies (hgemm.tune.streamk_siblings: the cost model ranks only the
     kernels its tunes timed, which may hold no stream-K kernel), and on small outputs the first mma.sync
     kernel among them at the 32 x 32 tile (hgemm.tune.small_tile_siblings), and the first two-consumer
-    wgmma kernels with the parked epilogue with the bulk-copy one (hgemm.tune.bulk_siblings)."""
+    wgmma kernels with the other of the parked and bulk-copy epilogues (hgemm.tune.epilogue_siblings)."""
     out = [first]
     for name, text in cost_shortlist(problem, library, top):
         if name != first.name:
@@ -73,8 +73,11 @@ def candidates(library: Library, problem: Problem, first: Choice, top: int) -> l
     names = [c.name for c in out]
     for siblings, count in ((streamk_siblings(names, problem), STREAMK_SIBLINGS),
                             (small_tile_siblings(names, problem), SMALL_TILE_SIBLINGS),
-                            (bulk_siblings(names, problem), BULK_SIBLINGS)):
-        runnable = [(name, cand) for name, text in siblings if runs_on(cand := parse_candidate(text), problem)]
+                            (epilogue_siblings(names, problem), EPILOGUE_SIBLINGS)):
+        # (a kernel may be the sibling of two kinds: the parked twin of a bulk kernel is a stream-K
+        # kernel's whole tile too)
+        runnable = [(name, cand) for name, text in siblings
+                    if name not in {c.name for c in out} and runs_on(cand := parse_candidate(text), problem)]
         out += [Choice(name, cand, f"autotune {first.how}") for name, cand in runnable[:count]]
     return out
 

@@ -69,12 +69,15 @@ STREAMK_SIBLINGS = 2
 # model the search ranks by leaves out every kernel no tune has timed, and the tunes time this tile only
 # on the deep-split class (benchmarks/deep_split/): the search kept it on 25 of 113 held-out shapes.
 SMALL_TILE_SIBLINGS = 1
-# A first-call search's first two-consumer wgmma kernels with the parked epilogue are timed with the
-# bulk-copy one too (kernels_corpus.families.wgmma.bulk_sibling): 1.04-1.18x the parked form on one-wave
-# grids, 0.96-1.10x on many (benchmarks/bulk_store/). Where C's rows are not 16-byte aligned that kernel
-# stores them from registers, which the search kept on 1664 x 1569 x 512 TN at 0.82x the parked form's
-# time (benchmarks/autotune/). The cost model ranks only the kernels its tunes timed.
-BULK_SIBLINGS = 2
+# A first-call search's first two-consumer wgmma kernels are timed with the other of the parked and the
+# bulk-copy epilogues too (kernels_corpus.families.wgmma.epilogue_twin): the bulk copies ran 1.04-1.18x the
+# parked epilogue on one-wave grids and 0.96-1.10x on many (benchmarks/bulk_store/), and where C's rows are
+# not 16-byte aligned that kernel stores them from registers, which the search kept on 1664 x 1569 x 512
+# TN at 0.82x the parked form's time (benchmarks/autotune/). The cost model ranks only what its tunes
+# timed, and ranks each form by the shapes it was timed on: the default grid's search timed the bulk
+# forms on the 16 shapes where they won, and the cost model then ranked six of them among its first 8 on
+# 7639 x 4023 x 1728 TN, leaving out the parked 128 x 256 that is fastest there (benchmarks/torch_compile/).
+EPILOGUE_SIBLINGS = 2
 SMALL_OUTPUT = 1 << 18   # output elements (M * N * batch) up to which the 32 x 32 sibling is timed
 ALL_TILES = 1000  # more tile shapes than any family has: every one that applies
 DEFAULT_TOP = 8  # cost_shortlist: the variants a shape times when the cost model ranks them
@@ -167,7 +170,7 @@ def shortlist(problem: Problem, tiles_per_family: int = DEFAULT_TILES, stages_pe
         for p in fam.variants():
             if not (fam.applicable(p, problem) and _layout_ok(fam.render(p), problem.layout)):
                 continue
-            # a bulk-copy epilogue counts as the same tile as its parked twin (wgmma.bulk_sibling): the
+            # a bulk-copy epilogue counts as the same tile as its parked twin (wgmma.epilogue_twin): the
             # estimate ties the two, so a tile's kernels are both forms at its deepest rings
             key = dict(p, epilogue="smem") if p.get("epilogue") == "bulk" else p
             tile = tuple(sorted((k, v) for k, v in key.items() if k not in DEPTH))
@@ -230,13 +233,13 @@ def small_tile_siblings(names: list[str], problem: Problem) -> list[tuple[str, s
     return list(out.items())
 
 
-def bulk_siblings(names: list[str], problem: Problem) -> list[tuple[str, str]]:
-    """(name, text) of the bulk-copy twin of each two-consumer wgmma kernel with the parked epilogue among
+def epilogue_siblings(names: list[str], problem: Problem) -> list[tuple[str, str]]:
+    """(name, text) of the other-epilogue twin (parked or bulk-copy) of each two-consumer wgmma kernel among
     `names`, in their order, where it applies, in the problem's layout and not named already. A caller
-    times the first BULK_SIBLINGS of them."""
+    times the first EPILOGUE_SIBLINGS of them."""
     out: dict[str, str] = {}
     for params in filter(None, map(kernel_params, names)):
-        if family(params) != "wgmma" or (twin := wgmma.bulk_sibling(params)) is None:
+        if family(params) != "wgmma" or (twin := wgmma.epilogue_twin(params)) is None:
             continue
         name, text = wgmma.name(twin), wgmma.render(twin)
         if name not in names and wgmma.applicable(twin, problem) and _layout_ok(text, problem.layout):

@@ -17,7 +17,8 @@ from hgemm.cost import kernel_params
 from hgemm.library import Library, merge_libraries, pin_library, runs_on
 from hgemm.problem import Problem, load_grid
 from hgemm.shortlist_eval import evaluate
-from hgemm.tune import ALL_TILES, DEFAULT_TOP, STREAMK_SIBLINGS, cost_shortlist, shortlist
+from hgemm.tune import (ALL_TILES, DEFAULT_TOP, STREAMK_SIBLINGS, cost_shortlist, epilogue_siblings, shortlist,
+                        streamk_siblings)
 
 # the library scripts/gpu_search_headroom.sh timed beside its search: configs/gpu-rl.yaml's tune.reuse
 PIPELINE_TUNES = [ROOT / f for f in yaml.safe_load((ROOT / "configs/gpu-rl.yaml").read_text())["tune"]["reuse"]]
@@ -89,8 +90,11 @@ def test_the_search_times_its_first_wgmma_tiles_in_their_other_form(pipeline_lib
         found = autotune.candidates(lib, p, first, lib.autotune)
         ranked = {first.name} | {name for name, _ in cost_shortlist(p, lib, lib.autotune)}
         n = next(i for i, c in enumerate(found) if c.name not in ranked)
-        # (on small outputs an mma.sync one too; bulk-copy twins: the next test)
-        added = [c for c in found[n:] if c.name.startswith("wgmma_") and "_eb" not in c.name]
+        # (on small outputs an mma.sync one too; other-epilogue twins: the next test)
+        ranked_names = [c.name for c in found[:n]]
+        twins = ({name for name, _ in epilogue_siblings(ranked_names, p)}
+                 - {name for name, _ in streamk_siblings(ranked_names, p)})
+        added = [c for c in found[n:] if c.name.startswith("wgmma_") and c.name not in twins]
         before = found[:n]
         assert 1 <= len(added) <= STREAMK_SIBLINGS and all(c.name not in ranked for c in found[n:])
         assert all(runs_on(c.candidate, p) for c in added)
@@ -104,33 +108,35 @@ def test_the_search_times_its_first_wgmma_tiles_in_their_other_form(pipeline_lib
         assert found and not any("_stk" in c.name for c in found)
 
 
-def test_the_search_times_its_first_two_consumer_tiles_with_the_bulk_copy_epilogue_too(pipeline_library):
-    """The search times the bulk-copy twins of its first two-consumer wgmma kernels with the parked
-    epilogue: ranked by the cost model where a tune timed them, else added after the ranked kernels
-    (hgemm.tune.bulk_siblings, at most BULK_SIBLINGS, each the twin of a kernel it ranked)."""
+def test_the_search_times_its_first_two_consumer_tiles_with_both_the_parked_and_bulk_copy_epilogues(pipeline_library):
+    """After the ranked kernels the search adds the other-epilogue twin (parked or bulk-copy) of its first
+    two-consumer wgmma kernels (hgemm.tune.epilogue_siblings, at most EPILOGUE_SIBLINGS, each the twin of a
+    kernel it ranked), so that neither form crowds the other out: on 7639 x 4023 x 1728 TN the cost model
+    ranks six bulk-copy kernels among its first 8 and the parked 128 x 256, fastest there, is added."""
     from kernels_corpus.families import wgmma
 
-    from hgemm.tune import BULK_SIBLINGS
+    from hgemm.tune import EPILOGUE_SIBLINGS
 
     lib = pipeline_library
-    added_anywhere = 0
-    # aligned shapes, where a tune timed the twins, odd K, where none timed the staged ones, and odd N,
-    # where the twin stores C's rows from registers
+    added_anywhere = set()
+    # aligned shapes, where a tune timed both forms, odd K, where none timed the staged bulk ones, and odd
+    # N, where the bulk form stores C's rows from registers
     for p in (Problem(2048, 2048, 2048), Problem(512, 4096, 4096), Problem(1024, 1024, 1024, 4), Problem(3000, 4000, 2001),
-              Problem(4096, 4096, 4095, 1, "TN"), Problem(1664, 1569, 512, 1, "TN"), Problem(3000, 4001, 2000, 1, "TN")):
+              Problem(4096, 4096, 4095, 1, "TN"), Problem(1664, 1569, 512, 1, "TN"), Problem(7639, 4023, 1728, 1, "TN")):
         first = lib.lookup(p)
         found = autotune.candidates(lib, p, first, lib.autotune)
         names = [c.name for c in found]
         assert len(names) == len(set(names)), names
         ranked = [first.name] + [name for name, _ in cost_shortlist(p, lib, lib.autotune)]
-        twins = [wgmma.name(t) for n in ranked if (q := kernel_params(n)) and "consumers" in q
-                 and (t := wgmma.bulk_sibling(q)) and wgmma.applicable(t, p)]
-        added = [n for n in names if n not in ranked]
-        bulk = [n for n in added if "_eb" in n]
-        assert len(bulk) <= BULK_SIBLINGS and set(bulk) <= set(twins), names
-        assert set(twins[:BULK_SIBLINGS]) <= set(names), (twins, names)   # ranked already, or added
-        added_anywhere += len(bulk)
-    assert added_anywhere   # (where a tune timed a twin, the cost model may rank it itself)
+        twins = list(dict.fromkeys(wgmma.name(t) for n in ranked if (q := kernel_params(n)) and "consumers" in q
+                                   and (t := wgmma.epilogue_twin(q)) and wgmma.applicable(t, p)))
+        added = [n for n in names if n in twins and n not in ranked]
+        assert len(added) <= EPILOGUE_SIBLINGS, names
+        assert set([t for t in twins if t not in ranked][:EPILOGUE_SIBLINGS]) <= set(names), (twins, names)
+        added_anywhere |= {n.split("_e")[-1][:1] for n in added}   # "s": a parked form, "b": a bulk one
+    assert added_anywhere == {"s", "b"}
+    found = autotune.candidates(lib, p := Problem(7639, 4023, 1728, 1, "TN"), lib.lookup(p), lib.autotune)
+    assert "wgmma_128x256x64_c2_s3_g8_es" in [c.name for c in found]
 
 
 def test_the_search_times_its_first_mma_sync_kernel_at_the_32_by_32_tile_on_small_outputs(pipeline_library):

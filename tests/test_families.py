@@ -1254,17 +1254,18 @@ def test_wgmma_bulk_copy_epilogue_keeps_the_parked_buffer_and_whole_tiles(tmp_pa
 
 def test_wgmma_every_two_consumer_parked_variant_has_its_bulk_copy_twin_and_no_other_does():
     """The family lists `epilogue: bulk` exactly as the twin of each two-consumer variant with the parked
-    epilogue (same tile, ring, cluster and loader: bulk_sibling), never on one consumer warpgroup, split-K
-    or stream-K, where the experiment measured it slower or the template refuses it."""
+    epilogue (same tile, ring, cluster and loader: epilogue_twin, both ways), never on one consumer
+    warpgroup, split-K or stream-K, where the experiment measured it slower or the template refuses it."""
     variants = wgmma.variants()
     bulk = [p for p in variants if p.get("epilogue") == "bulk"]
-    twins = [t for p in variants if (t := wgmma.bulk_sibling(p)) is not None]
+    parked = [p for p in variants if p.get("epilogue") == "smem" and p["consumers"] == 2 and wgmma.epilogue_twin(p)]
     key = wgmma.name
-    assert sorted(map(key, bulk)) == sorted(map(key, twins)) and len(bulk) >= 12
+    assert sorted(map(key, bulk)) == sorted(key(wgmma.epilogue_twin(p)) for p in parked) and len(bulk) >= 12
+    assert sorted(map(key, parked)) == sorted(key(wgmma.epilogue_twin(p)) for p in bulk)
     assert all(p["consumers"] == 2 and not wgmma._split(p) > 1 and not wgmma._streamk(p) for p in bulk)
     assert {(p["bm"], p["bn"]) for p in bulk} == {(128, 256), (256, 128), (128, 192), (128, 128)}
-    assert wgmma.bulk_sibling(dict(bm=128, bn=128, consumers=1, stages=5, group_m=8, epilogue="smem")) is None
-    assert wgmma.bulk_sibling(dict(bm=128, bn=128, consumers=2, stages=5, group_m=8)) is None   # registers
+    assert wgmma.epilogue_twin(dict(bm=128, bn=128, consumers=1, stages=5, group_m=8, epilogue="smem")) is None
+    assert wgmma.epilogue_twin(dict(bm=128, bn=128, consumers=2, stages=5, group_m=8)) is None   # registers
 
 
 def _assert_wgmma_compiles_clean(p, tmp_path) -> None:

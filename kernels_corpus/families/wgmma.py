@@ -82,7 +82,7 @@ CLUSTERED = [(128, 256, 2)]
 # wins batched (1.10-1.27x): that one keeps both.
 # The bulk-copy epilogue (`epilogue: bulk`): each consumer warp parks its own rows and copies each to C
 # with one cp.async.bulk, no hand-over to the producer's warps. Every two-consumer tile has it beside the
-# parked form at the same ring (bulk_sibling); one-consumer tiles lose with it (0.72-1.08x: a warp's
+# parked form at the same ring (epilogue_twin); one-consumer tiles lose with it (0.72-1.08x: a warp's
 # copies issue one lane at a time on the only consumer's path; benchmarks/bulk_store/).
 BOTH_EPILOGUES = [(128, 128, 2)]
 # Split-K across a cluster (`split_k: 2 | 4 | 8`, hgemm/cluster_splitk.cuh): SPLITK CTAs compute one tile over
@@ -225,14 +225,14 @@ def _epilogues(p: dict) -> list[dict]:
     return out
 
 
-def bulk_sibling(p: dict) -> dict | None:
-    """The `epilogue: bulk` twin of a two-consumer variant with the parked epilogue (same tile, ring,
-    cluster and loader), None for any other. On one-wave grids it ran 1.04-1.18x the parked form and on
-    many waves 0.96-1.10x (benchmarks/bulk_store/), which no term of the estimate or the cost model tells
-    apart: the tune's shortlist and the first-call search time both."""
-    if p["consumers"] != 2 or not _epilogue_smem(p):
+def epilogue_twin(p: dict) -> dict | None:
+    """A two-consumer variant with the other of the parked and the bulk-copy epilogues (same tile, ring,
+    cluster and loader); None for any other. The bulk copies ran 1.04-1.18x the parked epilogue on
+    one-wave grids and 0.96-1.10x on many (benchmarks/bulk_store/), which no term of the estimate or the
+    cost model tells apart: the tune's shortlist and the first-call search time both."""
+    if p["consumers"] != 2 or p.get("epilogue") not in ("smem", "bulk"):
         return None
-    twin = dict(p, epilogue="bulk")
+    twin = dict(p, epilogue="bulk" if _epilogue_smem(p) else "smem")
     return twin if _valid(twin) else None
 
 

@@ -36,6 +36,10 @@ struct SmallK {
   static_assert(V == 4 || V == 8, "V: columns a lane, 8 (16-byte stores) or 4 (8-byte)");
   static_assert(WARPS % V == 0, "the rows a warp takes must start at one offset mod V");
   static_assert(U >= 1 && U <= 4, "U: rows a step");
+  // The first step's rows of A loaded beside B's values: U x KMAX more registers held through B's
+  // conversion. At most 8: with 16 or 32, the variants whose registers sit at their launch bound spill
+  // (k8 v4 u2, k8 v8 u4, k16 v4 u2 with nvcc 13.0); the launch-bound shapes run the smallest variants.
+  static constexpr bool EARLY_A = U * KMAX <= 8;
 
   // V fp32 values as V halves in one aligned vector store.
   __device__ __forceinline__ static void store_vec(__half* dst, const float (&acc)[V]) {
@@ -108,9 +112,18 @@ struct SmallK {
     // B's values for this lane's columns (columns outside 0..N-1 and k >= K hold 0): every load issued
     // before any is converted, so the lane waits on memory once for all of them. Converting each value
     // as it is loaded made ptxas wait on each load in turn before issuing the next (a chain of round
-    // trips where a launch is little else, as on 128 x 128 x 1). A step's rows of A the same way; the
-    // first step's are not loaded beside B, which would hold U x KMAX more registers at once, past some
-    // variants' launch bounds.
+    // trips where a launch is little else, as on 128 x 128 x 1). A step's rows of A the same way, the
+    // first step's beside B's where EARLY_A: one wait on memory before the first store, not two.
+    unsigned short araw[U][KMAX];
+    auto load_a = [&](int r0) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int r = r0 + u * step;
+#pragma unroll
+        for (int k = 0; k < KMAX; ++k)
+          araw[u][k] = k < K && r < M ? __ldg(Ab + static_cast<long long>(r) * K + k) : static_cast<unsigned short>(0);
+      }
+    };
     unsigned short braw[KMAX][V];
 #pragma unroll
     for (int k = 0; k < KMAX; ++k)
@@ -119,6 +132,7 @@ struct SmallK {
         const int col = cs + j;
         braw[k][j] = k < K && col >= 0 && col < N ? b_raw(k, col) : static_cast<unsigned short>(0);
       }
+    if constexpr (EARLY_A) load_a(first);
     float bv[KMAX][V];
 #pragma unroll
     for (int k = 0; k < KMAX; ++k)
@@ -127,14 +141,7 @@ struct SmallK {
 
 #pragma unroll 1
     for (int r0 = first; r0 < M; r0 += step * U) {
-      unsigned short araw[U][KMAX];
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int r = r0 + u * step;
-#pragma unroll
-        for (int k = 0; k < KMAX; ++k)
-          araw[u][k] = k < K && r < M ? __ldg(Ab + static_cast<long long>(r) * K + k) : static_cast<unsigned short>(0);
-      }
+      if (!EARLY_A || r0 != first) load_a(r0);
       float a[U][KMAX];
 #pragma unroll
       for (int u = 0; u < U; ++u)

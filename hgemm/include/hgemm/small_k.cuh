@@ -39,6 +39,7 @@ struct SmallK {
   // The first step's rows of A loaded beside B's values: U x KMAX more registers held through B's
   // conversion. At most 8: with 16 or 32, the variants whose registers sit at their launch bound spill
   // (k8 v4 u2, k8 v8 u4, k16 v4 u2 with nvcc 13.0); the launch-bound shapes run the smallest variants.
+  // Measured against the later load (benchmarks/small_k_loads/): k8 v4 u1 0.95x the time, k4 the same.
   static constexpr bool EARLY_A = U * KMAX <= 8;
 
   // V fp32 values as V halves in one aligned vector store.

@@ -221,28 +221,27 @@ def small_tile_siblings(names: list[str], problem: Problem) -> list[tuple[str, s
     """(name, text) of the 32 x 32 mma.sync kernel at the ring and split of each mma.sync kernel among
     `names`, in their order, on problems of at most SMALL_OUTPUT output elements, where it applies, in
     the problem's layout and not named already. A caller times the first SMALL_TILE_SIBLINGS of them."""
-    out: dict[str, str] = {}
     if problem.M * problem.N * problem.batch > SMALL_OUTPUT:
         return []
-    for params in filter(None, map(kernel_params, names)):
-        if family(params) != "mma_sync" or (sibling := mma_sync.small_sibling(params)) is None:
-            continue
-        name, text = mma_sync.name(sibling), mma_sync.render(sibling)
-        if name not in names and mma_sync.applicable(sibling, problem) and _layout_ok(text, problem.layout):
-            out.setdefault(name, text)
-    return list(out.items())
+    return _siblings(names, problem, mma_sync, mma_sync.small_sibling)
 
 
 def epilogue_siblings(names: list[str], problem: Problem) -> list[tuple[str, str]]:
     """(name, text) of the other-epilogue twin (parked or bulk-copy) of each two-consumer wgmma kernel among
     `names`, in their order, where it applies, in the problem's layout and not named already. A caller
     times the first EPILOGUE_SIBLINGS of them."""
+    return _siblings(names, problem, wgmma, wgmma.epilogue_twin)
+
+
+def _siblings(names: list[str], problem: Problem, fam, sibling) -> list[tuple[str, str]]:
+    """(name, text) of sibling(params) for each kernel of the family module `fam` among `names`, in their
+    order, where the sibling exists and applies, in the problem's layout and not named already."""
     out: dict[str, str] = {}
     for params in filter(None, map(kernel_params, names)):
-        if family(params) != "wgmma" or (twin := wgmma.epilogue_twin(params)) is None:
+        if family(params) != fam.__name__.rsplit(".", 1)[-1] or (twin := sibling(params)) is None:
             continue
-        name, text = wgmma.name(twin), wgmma.render(twin)
-        if name not in names and wgmma.applicable(twin, problem) and _layout_ok(text, problem.layout):
+        name, text = fam.name(twin), fam.render(twin)
+        if name not in names and fam.applicable(twin, problem) and _layout_ok(text, problem.layout):
             out.setdefault(name, text)
     return list(out.items())
 

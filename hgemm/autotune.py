@@ -76,8 +76,9 @@ def candidates(library: Library, problem: Problem, first: Choice, top: int) -> l
                             (epilogue_siblings(names, problem), EPILOGUE_SIBLINGS)):
         # (a kernel may be the sibling of two kinds: the parked twin of a bulk kernel is a stream-K
         # kernel's whole tile too)
+        searched = {c.name for c in out}
         runnable = [(name, cand) for name, text in siblings
-                    if name not in {c.name for c in out} and runs_on(cand := parse_candidate(text), problem)]
+                    if name not in searched and runs_on(cand := parse_candidate(text), problem)]
         out += [Choice(name, cand, f"autotune {first.how}") for name, cand in runnable[:count]]
     return out
 

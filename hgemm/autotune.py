@@ -11,21 +11,28 @@ once per shape and process, as cuBLASLt's algorithm search or torch.compile's ma
 kernels compile in parallel (cached on disk across processes), each is checked on a sample of C's rows
 against a float64 product, and a few milliseconds of timing on scratch inputs pick the fastest.
 
-Each candidate's launches are captured in a CUDA graph and timed on replay: launched one by one from
-Python, a launch costs the host more than most of these kernels take, and that cost, not the kernel,
-would decide. Each launch of the graph reads and writes its own scratch set of operands, as many sets as
-the harness rotates over (together more than its multiple of L2, where memory allows): a kernel is
-ranked with its operands where the harness times it, in DRAM. A short graph over a few sets would leave a
-small problem's operands in L2 between replays, where a kernel that waits on memory in sequence (a
-narrow-N walk) ranks ahead of one that keeps more loads in flight, the reverse of the harness's order
-(benchmarks/autotune/). The harness's own times of the picks come from `hgemm bench` on a pinned copy of
-them (`hgemm pin --autotune K`).
+Each candidate is timed as the harness times it (hgemm.timing, spin_batch): a batch of launches queued
+behind a spin kernel, so that they run back to back on the GPU whatever Python's launch cost, each launch
+reading and writing its own scratch set of operands, as many sets as the harness rotates over (together
+more than its multiple of L2, where memory allows): a kernel is ranked with its operands where the
+harness times it, in DRAM. A short rotation over a few sets would leave a small problem's operands in
+L2 between launches, where a kernel that waits on memory in sequence (a narrow-N walk) ranks ahead of
+one that keeps more loads in flight, the reverse of the harness's order (benchmarks/autotune/).
+
+`timer="graph"` times the same launches captured in one CUDA graph and replayed instead. A replay
+skips the work the GPU's front end does for each stream launch, and that work is not the same for every
+kernel: on 113 held-out shapes the harness timed the graph-timed search's kernels 0.7-0.9 µs (the
+median of each kind) above the graph for the short-K, skinny and mma.sync kernels, 0.9-2.1 µs for the
+wgmma ones, and one stream-K kernel 8.9 µs (benchmarks/autotune/timer_offsets.py), enough to reverse the
+order of two kernels of a few microseconds. The harness's own times of the picks come from `hgemm bench`
+on a pinned copy of them (`hgemm pin --autotune K`).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, NamedTuple
 
@@ -33,17 +40,19 @@ import torch
 
 from .candidate import parse_candidate
 from .compile import compile_candidate
-from .entry import EvalOptions
+from .entry import SEARCH_TIMERS, EvalOptions
 from .library import Choice, Library, runs_on
 from .problem import Problem
-from .tune import (EPILOGUE_SIBLINGS, SMALL_TILE_SIBLINGS, STREAMK_SIBLINGS, cost_shortlist, epilogue_siblings,
-                   small_tile_siblings, streamk_siblings)
+from .spin import ATTEMPTS, first_spin_ns, next_batch
+from .tune import (EPILOGUE_SIBLINGS, SMALL_TILE_SIBLINGS, STREAMK_SIBLINGS, cost_ranking, epilogue_siblings,
+                   family_firsts, small_tile_siblings, streamk_siblings)
 from .verify import check_output, random_tensor
 
 SAMPLED_ROWS = 64  # rows of C checked against the float64 product, each whole
 COLUMN_CHUNK = 2048  # columns of the float64 product at a time (bounds its memory on wide shapes)
-WARMUP, LAUNCHES, REPS = 2, 20, 3  # a candidate's time: the lowest of REPS means over its graph's launches
+WARMUP, LAUNCHES, REPS = 2, 20, 3  # a candidate's time: the lowest of REPS batches' means
 TIMING_BYTES = 2 << 30  # the scratch sets: at most this, and a quarter of the GPU's free memory
+SPIN_CYCLES_PER_NS = 2  # the spin's length in SM clock cycles a nanosecond: H100 and H200 run at most 1.98 GHz
 
 Run = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None]  # run(a, b, c): launch on the current stream
 
@@ -63,9 +72,12 @@ def candidates(library: Library, problem: Problem, first: Choice, top: int) -> l
     whole-tile, where stream-K applies (hgemm.tune.streamk_siblings: the cost model ranks only the
     kernels its tunes timed, which may hold no stream-K kernel), and on small outputs the first mma.sync
     kernel among them at the 32 x 32 tile (hgemm.tune.small_tile_siblings), and the first two-consumer
-    wgmma kernels with the other of the parked and bulk-copy epilogues (hgemm.tune.epilogue_siblings)."""
+    wgmma kernels with the other of the parked and bulk-copy epilogues (hgemm.tune.epilogue_siblings);
+    last, the cost model's first kernel of each family that applies and has none searched so far
+    (hgemm.tune.family_firsts)."""
     out = [first]
-    for name, text in cost_shortlist(problem, library, top):
+    ranked = cost_ranking(problem, library)
+    for name, text in ranked[:top]:
         if name != first.name:
             cand = parse_candidate(text)
             if runs_on(cand, problem):
@@ -73,7 +85,8 @@ def candidates(library: Library, problem: Problem, first: Choice, top: int) -> l
     names = [c.name for c in out]
     for siblings, count in ((streamk_siblings(names, problem), STREAMK_SIBLINGS),
                             (small_tile_siblings(names, problem), SMALL_TILE_SIBLINGS),
-                            (epilogue_siblings(names, problem), EPILOGUE_SIBLINGS)):
+                            (epilogue_siblings(names, problem), EPILOGUE_SIBLINGS),
+                            (family_firsts(ranked, names), len(ranked))):
         # (a kernel may be the sibling of two kinds: the parked twin of a bulk kernel is a stream-K
         # kernel's whole tile too)
         searched = {c.name for c in out}
@@ -146,21 +159,56 @@ class SampledRows:
                 for _ in range(n - 1)]
         return self._sets
 
-    def time_us(self, run: Run) -> float:
-        """µs a launch: a launch a set (LAUNCHES at least, over the sets in turn), captured in one CUDA
-        graph so that the host's launch cost (from Python, longer than most of these kernels) is not
-        timed; each replay reaches a set again only after every other."""
+    def time_us(self, run: Run, timer: str = SEARCH_TIMERS[0]) -> float:
+        """µs a launch: a launch a set (LAUNCHES at least, over the sets in turn, so that a set comes
+        round again only after every other), the lowest mean of REPS batches; `timer` (hgemm.entry.SEARCH_TIMERS) says how
+        the launches run back to back: queued behind a spin, or replayed from a CUDA graph."""
         sets = self.timing_sets()
         launches = max(LAUNCHES, len(sets))
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):  # warm-up outside capture: loads, smem opt-ins, allocations
+        with torch.cuda.stream(side):  # the caller's stream goes on; warm-up: loads, smem opt-ins, allocations
             for i in range(WARMUP):
                 run(*sets[i % len(sets)])
+            best = self._stream_us(run, sets, launches) if timer == "stream" else self._graph_us(run, sets, launches)
         torch.cuda.current_stream().wait_stream(side)
+        return best
+
+    @staticmethod
+    def _stream_us(run: Run, sets: list, launches: int) -> float:
+        """The harness's spin_batch on the current stream: a spin kernel holds the stream while the host
+        enqueues a batch, then the batch runs back to back between two events. A batch whose start event
+        had passed before the host finished enqueueing it (starved: launch gaps in the figure) is taken
+        again with a longer spin, or with fewer launches (hgemm.spin.next_batch); past ATTEMPTS extra
+        batches the starved figures stand, an upper bound."""
+        spin_ns, best, starved_best, kept = first_spin_ns(launches), math.inf, math.inf, 0
+        for _ in range(REPS + ATTEMPTS):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(spin_ns * SPIN_CYCLES_PER_NS)
+            start.record()
+            began = time.perf_counter()
+            for i in range(launches):
+                run(*sets[i % len(sets)])
+            host_s = time.perf_counter() - began
+            end.record()
+            starved = start.query()
+            end.synchronize()
+            us = start.elapsed_time(end) * 1e3 / launches
+            if starved:
+                starved_best = min(starved_best, us)
+            else:
+                best, kept = min(best, us), kept + 1
+                if kept == REPS:
+                    break
+            spin_ns, launches = next_batch(spin_ns, launches, host_s, starved)
+        return best if kept else starved_best
+
+    @staticmethod
+    def _graph_us(run: Run, sets: list, launches: int) -> float:
+        """The launches captured in one CUDA graph and timed on replay."""
         graph = torch.cuda.CUDAGraph()
         # thread_local: the caller's other threads may go on using the GPU while this one captures
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+        with torch.cuda.graph(graph, stream=torch.cuda.current_stream(), capture_error_mode="thread_local"):
             for i in range(launches):
                 run(*sets[i % len(sets)])
         graph.replay()
@@ -175,9 +223,11 @@ class SampledRows:
         return best
 
 
-def pick(problem: Problem, choices: list[Choice], launcher: Callable[[Choice], Run], device) -> Search:
+def pick(problem: Problem, choices: list[Choice], launcher: Callable[[Choice], Run], device,
+         timer: str = SEARCH_TIMERS[0]) -> Search:
     """The fastest of `choices` that verifies (the first if none does), and per candidate its time in µs
-    or why it was dropped. launcher(choice) loads the kernel and returns its launch."""
+    (SampledRows.time_us by `timer`) or why it was dropped. launcher(choice) loads the kernel and
+    returns its launch."""
     compile_all([(ch, problem.layout) for ch in choices])
     scratch = SampledRows(problem, device)
     found: dict[str, float | str] = {}
@@ -192,7 +242,7 @@ def pick(problem: Problem, choices: list[Choice], launcher: Callable[[Choice], R
             found[choice.name] = f"wrong: {wrong}"
             continue
         try:
-            found[choice.name] = scratch.time_us(run)
+            found[choice.name] = scratch.time_us(run, timer)
         except RuntimeError as e:  # a launch the graph could not capture: dropped, the op goes on
             found[choice.name] = f"not timed: {e}"
     timed = [(t, i) for i, ch in enumerate(choices) if isinstance(t := found[ch.name], float)]

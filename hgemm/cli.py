@@ -17,7 +17,7 @@ from typing import Callable
 from . import __version__
 from .bench import run_bench
 from .compile import name_source
-from .entry import BASELINES, TIMING_METHODS, EvalOptions
+from .entry import BASELINES, SEARCH_TIMERS, TIMING_METHODS, EvalOptions
 from .files import UnreadableFile, read_user_text
 from .library import DEFAULT_DISPATCH, DISPATCH_RULES, Library, merge_libraries, pin_library, refresh_launch_specs
 from .pool import compile_all, visible_gpus
@@ -160,7 +160,7 @@ def cmd_pin(args) -> int:
         from . import ops  # torch's CUDA path and the driver bindings: only here
 
         lib = Library(args.library)
-        searched = ops.autotuned_choices(lib, problems, args.autotune)
+        searched = ops.autotuned_choices(lib, problems, args.autotune, args.search_timer)
         for p in problems:
             if p.key in searched:
                 best, tried, found = searched[p.key]
@@ -332,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("--autotune", type=_int_at_least(0), default=0, metavar="K",
                    help="pin what hgemm.matmul's first-call search over the dispatch rule's pick and the cost "
                         "model's first K kernels chooses on this GPU (hgemm.autotune), not the rule's pick")
+    n.add_argument("--search-timer", dest="search_timer", choices=SEARCH_TIMERS, default=SEARCH_TIMERS[0],
+                   help="how the search times each kernel: launches queued behind a spin as the harness times them "
+                        "(stream, as hgemm.matmul's own search), or replayed from a CUDA graph (graph)")
     n.set_defaults(fn=cmd_pin)
 
     m = sub.add_parser("summarize", help="the Markdown summary (or the library's per-class goals) of an existing results JSON")

@@ -27,6 +27,9 @@ STATE_ERROR = ("{} bytes of module-scope __device__ variables: a GEMM candidate 
 # How timed launches are measured (hgemm.timing): short interleaved batches at the clocks of the moment,
 # or each contender held back to back for a fixed window, the regime of training-like use.
 TIMING_METHODS = ("spin_batch", "sustained", "events")
+# How hgemm.matmul's first-call search times a kernel (hgemm.autotune.SampledRows.time_us): launches
+# queued behind a spin as spin_batch does, or replayed from a CUDA graph; the first is the default.
+SEARCH_TIMERS = ("stream", "graph")
 
 # Result classes, worst first. `compiled` is the CPU-only outcome; `harness_error` is ours, not the kernel's.
 # The phases of one problem's GPU evaluation, in order (hgemm.evaluate.Phases laps them; the judge sums

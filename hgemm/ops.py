@@ -30,6 +30,7 @@ import torch
 
 from . import autotune
 from .compile import compile_candidate
+from .entry import SEARCH_TIMERS
 from .library import DEFAULT_LIBRARY, Choice, Library
 from .params import driver_param_layout, gemm_param_buffer, workspace_to_zero
 from .problem import Problem
@@ -153,9 +154,10 @@ def _dispatched(library: str, problem: Problem) -> tuple[Choice, StreamKernel | 
     return hit
 
 
-def autotuned(problem: Problem, choices: list[Choice]) -> autotune.Search:
+def autotuned(problem: Problem, choices: list[Choice], timer: str = SEARCH_TIMERS[0]) -> autotune.Search:
     """The fastest verified of `choices` (hgemm.autotune.candidates: the dispatch rule's pick first),
-    timed on scratch inputs of the problem; the pick alone where the scratch operands do not fit."""
+    timed on scratch inputs of the problem by `timer` (hgemm.entry.SEARCH_TIMERS); the pick alone where the
+    scratch operands do not fit."""
 
     def launcher(choice: Choice):
         kernel, dims = _loaded(choice, problem)
@@ -165,7 +167,7 @@ def autotuned(problem: Problem, choices: list[Choice]) -> autotune.Search:
         return lambda a, b, c: _launch(choice, kernel, dims, problem, a, b, c, ws)
 
     try:
-        search = autotune.pick(problem, choices, launcher, torch.device("cuda", torch.cuda.current_device()))
+        search = autotune.pick(problem, choices, launcher, torch.device("cuda", torch.cuda.current_device()), timer)
     except torch.cuda.OutOfMemoryError:  # scratch operands beside the caller's tensors: the search is a luxury
         log.warning("hgemm.matmul: no memory to autotune %s; the dispatch rule's pick %s serves it",
                     problem.key, choices[0].name)
@@ -175,15 +177,16 @@ def autotuned(problem: Problem, choices: list[Choice]) -> autotune.Search:
     return search
 
 
-def autotuned_choices(lib: Library, problems: list[Problem], top: int) -> dict[str, autotune.Search]:
+def autotuned_choices(lib: Library, problems: list[Problem], top: int,
+                      timer: str = SEARCH_TIMERS[0]) -> dict[str, autotune.Search]:
     """The first-call search over the rule's pick and the cost model's first `top` kernels for every
-    problem the library has no entry for, by problem key; every search's kernels are compiled first,
-    all at once, in parallel."""
+    problem the library has no entry for, by problem key, timed by `timer`; every search's kernels are
+    compiled first, all at once, in parallel."""
     searched = {p.key: autotune.candidates(lib, p, first, top) for p in problems
                 if (first := lib.lookup(p)).how != "exact"}
     todo = [p for p in problems if p.key in searched]
     autotune.compile_all([(ch, p.layout) for p in todo for ch in searched[p.key]])
-    found = {p.key: autotuned(p, searched[p.key]) for p in todo}
+    found = {p.key: autotuned(p, searched[p.key], timer) for p in todo}
     torch.cuda.empty_cache()  # the scratch operands: a harness timing next on this GPU gets the memory back
     return found
 

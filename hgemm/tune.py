@@ -247,15 +247,35 @@ def _siblings(names: list[str], problem: Problem, fam, sibling) -> list[tuple[st
 
 
 def cost_shortlist(problem: Problem, library: Library, top: int) -> list[tuple[str, str]]:
-    """(name, text) of the `top` variants the library's cost model (hgemm.cost, fitted to its tunes'
-    measurements and corrected by the shape's nearest tuned neighbours) ranks fastest on the problem,
-    among every tile shape of every family that applies. A variant no tune has timed has no correction
-    to rank it by and is left out. On 46 shapes no tune saw, where every variant was timed
-    (benchmarks/search_headroom/), the best of the first 8 took 0.90x the library's choice's time, and
-    the best of all 0.85x."""
+    """(name, text) of the `top` variants the library's cost model ranks fastest on the problem
+    (cost_ranking). On 46 shapes no tune saw, where every variant was timed (benchmarks/search_headroom/),
+    the best of the first 8 took 0.90x the library's choice's time, and the best of all 0.85x."""
+    return cost_ranking(problem, library)[:top]
+
+
+def cost_ranking(problem: Problem, library: Library) -> list[tuple[str, str]]:
+    """(name, text) of every variant of every family that applies to the problem, fastest first as the
+    library's cost model (hgemm.cost, fitted to its tunes' measurements and corrected by the shape's
+    nearest tuned neighbours) ranks them. A variant no tune has timed has no correction to rank it by
+    and is left out."""
     every = dict(shortlist(problem, tiles_per_family=ALL_TILES))
     ranked = library.cost_model().rank(list(every), problem, library.neighbours(problem))
-    return [(name, every[name]) for name in ranked[:top]]
+    return [(name, every[name]) for name in ranked]
+
+
+def family_firsts(ranked: list[tuple[str, str]], names: list[str]) -> list[tuple[str, str]]:
+    """(name, text) of the first variant in `ranked` of each family that none of `names` belongs to, in
+    ranked order. The cost model compares kernels of one family better than kernels of two (its terms are
+    fitted across families, its corrections per kernel): refitted with the default grid's search, it
+    ranked the skinny tensor-core kernel that the first-call search had kept on 384 x 64 x 832 (5.4 µs)
+    ninth, behind eight mma.sync kernels, and the search then kept one at 6.3 (benchmarks/autotune/)."""
+    have = {family(params) for params in map(kernel_params, names) if params}
+    out: dict[str, tuple[str, str]] = {}
+    for name, text in ranked:
+        params = kernel_params(name)
+        if params and (fam := family(params)) not in have:
+            out.setdefault(fam, (name, text))
+    return list(out.values())
 
 
 def _layout_ok(text: str, layout: str) -> bool:

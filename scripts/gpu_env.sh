@@ -31,18 +31,23 @@ merge_pipeline_library() {
   python3 -m hgemm.cli merge "${libraries[@]}" --out results/pipeline_library > /dev/null
 }
 # The pipeline's library pinned on the shapes of grid $1 as hgemm.matmul's first-call search over $2
-# kernels chooses (results/autotuned), then both benched beside every baseline into $OUT/$3.json and
+# kernels chooses, once a search timer of SEARCH_TIMERS (default: stream, the op's own; results/autotuned,
+# the graph timer's results/autotuned_graph), then all benched beside every baseline into $OUT/$3.json and
 # $3_libraries.md; the libraries side by side last
 pin_and_bench_search() {
-  local grid=$1 top=$2 run=$3
+  local grid=$1 top=$2 run=$3 timer name libraries=(results/pipeline_library) names=pipeline_library
   merge_pipeline_library || return 1
-  timeout 200 python3 -m hgemm.cli pin results/pipeline_library --grid "$grid" --autotune "$top" \
-    --out results/autotuned > "$OUT/pin_autotune.log" 2>&1
-  echo "pin --autotune $top: rc $?"; tail -1 "$OUT/pin_autotune.log"
-  cp results/autotuned/table.json "$OUT/autotuned_table.json" 2>/dev/null
-  timeout 200 python3 -m hgemm.cli bench --library results/pipeline_library --library results/autotuned \
-    --grid "$grid" --out "$OUT/$run.json" > "$OUT/$run.log" 2>&1
+  for timer in ${SEARCH_TIMERS:-stream}; do
+    name=autotuned; [ "$timer" = stream ] || name=autotuned_$timer
+    timeout 200 python3 -m hgemm.cli pin results/pipeline_library --grid "$grid" --autotune "$top" \
+      --search-timer "$timer" --out "results/$name" > "$OUT/pin_$name.log" 2>&1
+    echo "pin --autotune $top --search-timer $timer: rc $?"; tail -1 "$OUT/pin_$name.log"
+    cp "results/$name/table.json" "$OUT/${name}_table.json" 2>/dev/null
+    libraries+=(--library "results/$name"); names+=",$name"
+  done
+  timeout 300 python3 -m hgemm.cli bench --library "${libraries[@]}" --grid "$grid" --out "$OUT/$run.json" \
+    > "$OUT/$run.log" 2>&1
   echo "bench: rc $?"
-  python3 -m hgemm.cli summarize "$OUT/$run.json" --libraries pipeline_library,autotuned \
+  python3 -m hgemm.cli summarize "$OUT/$run.json" --libraries "$names" \
     --out "$OUT/${run}_libraries.md" | grep "^| all\|^| class\|^| TN"
 }

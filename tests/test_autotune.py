@@ -17,8 +17,9 @@ from hgemm.cost import kernel_params
 from hgemm.library import Library, merge_libraries, pin_library, runs_on
 from hgemm.problem import Problem, load_grid
 from hgemm.shortlist_eval import evaluate
-from hgemm.tune import (ALL_TILES, DEFAULT_TOP, STREAMK_SIBLINGS, cost_shortlist, epilogue_siblings, shortlist,
-                        streamk_siblings)
+from hgemm.cost import family
+from hgemm.tune import (ALL_TILES, DEFAULT_TOP, STREAMK_SIBLINGS, cost_ranking, cost_shortlist, epilogue_siblings,
+                        family_firsts, shortlist, streamk_siblings)
 
 # the library scripts/gpu_search_headroom.sh timed beside its search: configs/gpu-rl.yaml's tune.reuse
 PIPELINE_TUNES = [ROOT / f for f in yaml.safe_load((ROOT / "configs/gpu-rl.yaml").read_text())["tune"]["reuse"]]
@@ -71,7 +72,8 @@ def test_the_search_starts_from_the_rules_pick_and_keeps_kernels_that_run(pipeli
     for p in (Problem(1419, 14848, 64), Problem(300, 1001, 777, 3, "TN"), Problem(7, 8649, 3)):
         first = lib.lookup(p)
         found = autotune.candidates(lib, p, first, lib.autotune)
-        assert found[0] is first and len(found) <= lib.autotune + 1 + STREAMK_SIBLINGS
+        families = {family(kernel_params(n)) for n, _ in cost_ranking(p, lib)}
+        assert found[0] is first and len(found) <= lib.autotune + 1 + STREAMK_SIBLINGS + len(families)
         assert len({c.name for c in found}) == len(found)
         assert all(runs_on(c.candidate, p) for c in found)
         assert all(c.how.startswith("autotune ") for c in found[1:])
@@ -161,6 +163,27 @@ def test_the_search_times_its_first_mma_sync_kernel_at_the_32_by_32_tile_on_smal
     for p in (Problem(1024, 1024, 1000), Problem(4096, 4095, 4096)):
         found = autotune.candidates(lib, p, lib.lookup(p), lib.autotune)
         assert found and not any(c.name.startswith("mma_sync_32x32") for c in found)
+
+
+def test_the_search_times_the_cost_models_first_kernel_of_every_family_it_ranks(pipeline_library):
+    """The cost model ranks the skinny tensor-core kernel ninth on 384 x 64 x 832, behind eight mma.sync
+    kernels; the search times it all the same, and on every shape each family the ranking holds has a
+    kernel among those searched (one at most added a family, its first in the ranking)."""
+    lib = pipeline_library
+    p = Problem(384, 64, 832)
+    ranked = [n for n, _ in cost_ranking(p, lib)]
+    assert ranked[:DEFAULT_TOP] == [n for n, _ in cost_shortlist(p, lib, DEFAULT_TOP)]
+    skinny = next(n for n in ranked if n.startswith("skinny_mma"))
+    assert ranked.index(skinny) >= DEFAULT_TOP
+    assert skinny in [c.name for c in autotune.candidates(lib, p, lib.lookup(p), DEFAULT_TOP)]
+    for p in load_grid(ROOT / "configs/grids/sample_heldout.yaml")[:30]:
+        ranking = cost_ranking(p, lib)
+        found = [c.name for c in autotune.candidates(lib, p, lib.lookup(p), DEFAULT_TOP)]
+        fams = [family(kernel_params(n)) for n in found if kernel_params(n)]
+        assert {family(kernel_params(n)) for n, _ in ranking} <= set(fams), (p.key, found)
+        added = family_firsts(ranking, found[:1] + [n for n, _ in ranking[:DEFAULT_TOP]])
+        assert [n for n, _ in added] == [n for n in found if n in dict(added)]
+        assert all(fams.count(family(kernel_params(n))) == 1 for n, _ in added)
 
 
 def test_the_search_rotates_over_as_many_sets_as_the_harness_so_small_operands_leave_l2():

@@ -165,6 +165,36 @@ def test_a_library_that_autotunes_serves_the_fastest_verified_of_its_search(tmp_
     assert close(hgemm.matmul(a2, b2, library=tmp_path), a2, b2)
 
 
+def test_the_searchs_stream_timer_times_the_gpu_and_not_the_host():
+    """The search's default timer queues each batch behind a spin: a launcher that spends 0.3 ms of host
+    time a launch (far longer than the kernel) gets the kernel's time all the same, the spin lengthened
+    until the batch is no longer starved; and it times what the graph replay times, plus the front end's
+    work for each stream launch (about a microsecond: benchmarks/autotune/)."""
+    import time
+
+    from hgemm import autotune, ops
+    from hgemm.library import Library
+    from hgemm.problem import Problem
+
+    p = Problem(512, 512, 512)
+    choice = Library(LIBRARY).lookup(p)
+    kernel, dims = ops._loaded(choice, p)
+    assert not dims[3]  # no workspace to fill
+
+    def run(a, b, c):
+        ops._launch(choice, kernel, dims, p, a, b, c)
+
+    def slow_host(a, b, c):
+        time.sleep(3e-4)
+        run(a, b, c)
+
+    rows = autotune.SampledRows(p, torch.device("cuda"))
+    assert rows.check(run) == ""
+    stream_us, graph_us, slow_us = rows.time_us(run), rows.time_us(run, "graph"), rows.time_us(slow_host)
+    assert 0 < graph_us <= stream_us * 1.05 and stream_us < graph_us + 3
+    assert slow_us < stream_us * 1.25
+
+
 KEPT_ZERO = [("mma_sync_16x128x64_w1x4_s3_g8_sk8_mp", (64, 125, 2267, 1, "TN")),
              ("wgmma_128x128x64_c2_s5_g8_es_staged", (647, 448, 91, 1, "TN")),
              ("wgmma_128x64x64_c1_s6_g8_sk4_staged", (87, 384, 1589, 1, "TN")),

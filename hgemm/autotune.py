@@ -21,10 +21,10 @@ one that keeps more loads in flight, the reverse of the harness's order (benchma
 
 `timer="graph"` times the same launches captured in one CUDA graph and replayed instead. A replay
 skips the work the GPU's front end does for each stream launch, and that work is not the same for every
-kernel: on 113 held-out shapes the harness timed the graph-timed search's kernels 0.7-0.9 µs (the
-median of each kind) above the graph for the short-K, skinny and mma.sync kernels, 0.9-2.1 µs for the
-wgmma ones, and one stream-K kernel 8.9 µs (benchmarks/autotune/timer_offsets.py), enough to reverse the
-order of two kernels of a few microseconds. The harness's own times of the picks come from `hgemm bench`
+kernel: the harness timed a graph-timed search's picks 0.8-1.4 µs slower than the search did (the
+median of each kind) for the short-K, skinny, narrow and mma.sync kernels and 0.9-1.9 µs for the wgmma
+ones (benchmarks/autotune/search_timer/), more than two kernels of a few microseconds often differ by.
+The harness's own times of the picks come from `hgemm bench`
 on a pinned copy of them (`hgemm pin --autotune K`).
 """
 

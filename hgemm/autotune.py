@@ -24,8 +24,8 @@ skips the work the GPU's front end does for each stream launch, and that work is
 kernel: the harness timed a graph-timed search's picks 0.8-1.4 µs slower than the search did (the
 median of each kind) for the short-K, skinny, narrow and mma.sync kernels and 0.9-1.9 µs for the wgmma
 ones (benchmarks/autotune/search_timer/), more than two kernels of a few microseconds often differ by.
-The harness's own times of the picks come from `hgemm bench`
-on a pinned copy of them (`hgemm pin --autotune K`).
+The harness's own times of the picks come from `hgemm bench` on a pinned copy of them (`hgemm pin
+--autotune K`).
 """
 
 from __future__ import annotations
@@ -161,8 +161,9 @@ class SampledRows:
 
     def time_us(self, run: Run, timer: str = SEARCH_TIMERS[0]) -> float:
         """µs a launch: a launch a set (LAUNCHES at least, over the sets in turn, so that a set comes
-        round again only after every other), the lowest mean of REPS batches; `timer` (hgemm.entry.SEARCH_TIMERS) says how
-        the launches run back to back: queued behind a spin, or replayed from a CUDA graph."""
+        round again only after every other), the lowest mean of REPS batches; `timer`
+        (hgemm.entry.SEARCH_TIMERS) says how the launches run back to back: queued behind a spin, or
+        replayed from a CUDA graph."""
         sets = self.timing_sets()
         launches = max(LAUNCHES, len(sets))
         side = torch.cuda.Stream()
@@ -243,7 +244,7 @@ def pick(problem: Problem, choices: list[Choice], launcher: Callable[[Choice], R
             continue
         try:
             found[choice.name] = scratch.time_us(run, timer)
-        except RuntimeError as e:  # a launch the graph could not capture: dropped, the op goes on
+        except RuntimeError as e:  # a launch that failed, or one a graph could not capture: dropped, the op goes on
             found[choice.name] = f"not timed: {e}"
     timed = [(t, i) for i, ch in enumerate(choices) if isinstance(t := found[ch.name], float)]
     return Search(choices[min(timed)[1]] if timed else choices[0], choices, found)

@@ -156,8 +156,8 @@ def _dispatched(library: str, problem: Problem) -> tuple[Choice, StreamKernel | 
 
 def autotuned(problem: Problem, choices: list[Choice], timer: str = SEARCH_TIMERS[0]) -> autotune.Search:
     """The fastest verified of `choices` (hgemm.autotune.candidates: the dispatch rule's pick first),
-    timed on scratch inputs of the problem by `timer` (hgemm.entry.SEARCH_TIMERS); the pick alone where the
-    scratch operands do not fit."""
+    timed on scratch inputs of the problem by `timer` (hgemm.entry.SEARCH_TIMERS); the pick alone where
+    the scratch operands do not fit."""
 
     def launcher(choice: Choice):
         kernel, dims = _loaded(choice, problem)
@@ -165,7 +165,7 @@ def autotuned(problem: Problem, choices: list[Choice], timer: str = SEARCH_TIMER
             return lambda a, b, c: _launch(choice, kernel, dims, problem, a, b, c)
         # A kept workspace a scratch set (by its C), as the harness gives each of its input sets one: a
         # single one would stay in L2 across the rotation, and a stream-K kernel's partials with it (the
-        # harness timed one 8.5 µs slower than such a search did, benchmarks/autotune/). Each is made at
+        # harness timed one 8.5 µs slower than such a search did, benchmarks/autotune/search_timer/). Each is made at
         # the set's first launch, a warm-up outside any capture (autotune.SampledRows.time_us).
         kept: dict[int, torch.Tensor] = {}
 

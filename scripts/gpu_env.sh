@@ -35,7 +35,7 @@ merge_pipeline_library() {
 # the graph timer's results/autotuned_graph), then all benched beside every baseline into $OUT/$3.json and
 # $3_libraries.md; the libraries side by side last
 pin_and_bench_search() {
-  local grid=$1 top=$2 run=$3 timer name libraries=(results/pipeline_library) names=pipeline_library
+  local grid=$1 top=$2 run=$3 timer name libraries=(--library results/pipeline_library) names=pipeline_library
   merge_pipeline_library || return 1
   for timer in ${SEARCH_TIMERS:-stream}; do
     name=autotuned; [ "$timer" = stream ] || name=autotuned_$timer
@@ -45,7 +45,7 @@ pin_and_bench_search() {
     cp "results/$name/table.json" "$OUT/${name}_table.json" 2>/dev/null
     libraries+=(--library "results/$name"); names+=",$name"
   done
-  timeout 300 python3 -m hgemm.cli bench --library "${libraries[@]}" --grid "$grid" --out "$OUT/$run.json" \
+  timeout 300 python3 -m hgemm.cli bench "${libraries[@]}" --grid "$grid" --out "$OUT/$run.json" \
     > "$OUT/$run.log" 2>&1
   echo "bench: rc $?"
   python3 -m hgemm.cli summarize "$OUT/$run.json" --libraries "$names" \

@@ -268,7 +268,8 @@ def family_firsts(ranked: list[tuple[str, str]], names: list[str]) -> list[tuple
     ranked order. The cost model compares kernels of one family better than kernels of two (its terms are
     fitted across families, its corrections per kernel): on 384 x 64 x 832 it ranks the skinny
     tensor-core kernel ninth, behind eight mma.sync kernels, and timed beside them it is the fastest,
-    0.966x the strongest baseline (benchmarks/autotune/sample_heldout/; the rule's mma.sync pick 0.71x)."""
+    0.953x the strongest baseline on an H200 (benchmarks/autotune/sample_heldout/; the rule's mma.sync
+    pick 0.71x)."""
     have = {family(params) for params in map(kernel_params, names) if params}
     out: dict[str, tuple[str, str]] = {}
     for name, text in ranked:

@@ -118,8 +118,10 @@ def staged_split_clusters(split: int) -> str:
 STREAMK_TILES = [(128, 256, 2), (128, 192, 2), (128, 128, 2), (128, 128, 1), (128, 64, 1), (64, 128, 1), (64, 64, 1)]
 # Behind the staged loader, for the pitches TMA refuses (odd K, or odd N in NN: TN nn.Linear shapes with
 # an odd dimension among them): the one-consumer 128 x 128 and 128 x 64 tiles, copying both operands or
-# either one. The 128 x 64 tile is the cluster split-K's winner on few long-K tiles (128 x 1071 x 16337:
-# 17 tiles, 4 ways, 68 CTAs after the copies), which stream-K splits 7 ways (benchmarks/staged_ways/).
+# either one. The 128 x 64 tile is the cluster split-K's winner on few long-K tiles; its stream-K form
+# copies on every SM where the split grid copies on 7/8 of them (staged_split_clusters): on an H200,
+# where the first-call search kept it, 0.93-1.02x the split kernel's time, 0.76x on 647 x 320 x 10317
+# (benchmarks/staged_ways/).
 # The two-consumer tiles spill there (8 bytes: ptxas keeps the copy loop's 64-bit thread index through
 # the kernel at their 168 registers), so they are left out.
 STREAMK_STAGED_TILES = [(128, 128, 1), (128, 64, 1)]

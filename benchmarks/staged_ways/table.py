@@ -18,6 +18,8 @@ for pr in run["problems"]:
     timed = sorted((c["time_us"], name) for name, c in pr["candidates"].items() if c.get("time_us"))
     for us, name in timed:
         print(f"| {shape} | {name} | {us:.1f} | {pr['best_baseline_us'] / us:.3f} |")
-    failed = {name: c["status"] for name, c in pr["candidates"].items() if c.get("status") not in ("ok", None)}
+    # `unsupported`: a tile without staging on rows TMA refuses, expected on every misaligned shape
+    failed = {name: c["status"] for name, c in pr["candidates"].items()
+              if c.get("status") not in ("ok", "unsupported", None)}
     if failed:
         print(f"| {shape} | not timed: {failed} | | |")

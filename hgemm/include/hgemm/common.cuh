@@ -87,13 +87,14 @@ __device__ __forceinline__ int swizzle_offset(int r, int c) {
 // loads, about the same instruction count).
 enum class MisalignedLoads { elem, pair };
 
-// 8 fp16 elements from src (any 2-byte alignment) as 8 guarded 2-byte loads: the first `keep` (<= 0:
-// none), the rest 0. load_elems leaves them one a word (lo: 0-3, hi: 4-7), so that the loads can stay
-// in flight until pack_elems assembles the chunk.
-__device__ __forceinline__ void load_elems(const unsigned short* src, int keep, uint4& lo, uint4& hi) {
+// 8 fp16 elements from src (any 2-byte alignment) as 8 guarded 2-byte loads: element e is read when
+// row_ok and col + e < clim, else 0. load_elems leaves them one a word (lo: 0-3, hi: 4-7), so that the
+// loads can stay in flight until pack_elems assembles the chunk.
+__device__ __forceinline__ void load_elems(const unsigned short* src, bool row_ok, int col, int clim, uint4& lo,
+                                           uint4& hi) {
   uint32_t h[8];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) h[e] = e < keep ? __ldg(src + e) : 0u;
+  for (int e = 0; e < 8; ++e) h[e] = (row_ok && col + e < clim) ? __ldg(src + e) : 0u;
   lo = make_uint4(h[0], h[1], h[2], h[3]);
   hi = make_uint4(h[4], h[5], h[6], h[7]);
 }

@@ -100,20 +100,24 @@ struct TileLoader {
   struct Raw {
     uint4 lo[ITERS], hi[ITERS];
   };
-  // Chunk i of this thread: its source (never dereferenced itself), in-range elements, tile row and chunk.
+  // Chunk i of this thread: its source (never dereferenced itself) and where it lies in the matrix.
   struct Chunk {
     const unsigned short* src;
-    int keep, row, c;
-    __device__ __forceinline__ Chunk(int i, const __half* g, int row0, int col0, int rlim, int clim, int ld) {
+    int gr, gc, rlim, clim;   // its row and first column in the matrix, the matrix's extents
+    __device__ __forceinline__ Chunk(int i, const __half* g, int row0, int col0, int rlim_, int clim_, int ld)
+        : rlim(rlim_), clim(clim_) {
       const int q = threadIdx.x + i * NT;
-      row = q / CPR;
-      c = q % CPR;
-      const int gr = row0 + row, gc = col0 + c * 8;
+      gr = row0 + q / CPR;
+      gc = col0 + (q % CPR) * 8;
       src = reinterpret_cast<const unsigned short*>(g) + (long long)gr * ld + gc;
-      keep = gr < rlim ? min(8, clim - gc) : 0;
+    }
+    __device__ __forceinline__ int keep() const { return gr < rlim ? min(8, clim - gc) : 0; }
+    __device__ __forceinline__ void load(uint4& lo, uint4& hi) const {
+      if constexpr (LOADS == MisalignedLoads::pair) load_pair_blocks(src, keep(), lo, hi);
+      else load_elems(src, gr < rlim, gc, clim, lo, hi);
     }
     __device__ __forceinline__ uint4 assemble(const uint4& lo, const uint4& hi) const {
-      return LOADS == MisalignedLoads::pair ? realign_pair(src, keep, lo, hi) : pack_elems(lo, hi);
+      return LOADS == MisalignedLoads::pair ? realign_pair(src, keep(), lo, hi) : pack_elems(lo, hi);
     }
   };
   template <bool ASSEMBLED>
@@ -122,8 +126,7 @@ struct TileLoader {
     for (int i = 0; i < ITERS; ++i) {
       const Chunk ch(i, g, row0, col0, rlim, clim, ld);
       uint4 lo, hi;
-      if constexpr (LOADS == MisalignedLoads::pair) load_pair_blocks(ch.src, ch.keep, lo, hi);
-      else load_elems(ch.src, ch.keep, lo, hi);
+      ch.load(lo, hi);
       if constexpr (ASSEMBLED) {
         r.lo[i] = ch.assemble(lo, hi);
       } else {

@@ -1,10 +1,10 @@
-"""The register ring's A/B as a table: per shape and kernel, its time with the header it replaces
-(other.json) and with the working tree's (working.json), the ratio, and the strongest baseline of the
-working run (µs).
+"""The register ring's A/B as a table: per shape and kernel, its time without the ring (other.json, the
+headers of .ab/) and with it (working.json), the ratio, and the strongest baseline of the working run (µs).
 
-Usage: python benchmarks/register_ring/table.py WORKING_JSON OTHER_JSON
+Usage: python benchmarks/register_ring/table.py WORKING_JSON OTHER_JSON   (either may be gzipped)
 """
 
+import gzip
 import json
 import sys
 
@@ -12,7 +12,7 @@ from hgemm.summary import geomean
 
 
 def times(path: str) -> tuple[dict, dict]:
-    with open(path) as f:
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
         run = json.load(f)
     kernels, best = {}, {}
     for pr in run["problems"]:
@@ -27,7 +27,7 @@ def times(path: str) -> tuple[dict, dict]:
 
 working, best = times(sys.argv[1])
 other, _ = times(sys.argv[2])
-print("| shape | kernel | before µs | after µs | before / after | strongest baseline µs | after vs it |")
+print("| shape | kernel | without µs | with the ring µs | without / with | strongest baseline µs | with vs it |")
 print("|---|---|---:|---:|---:|---:|---:|")
 ratios = []
 for (shape, name), after in sorted(working.items()):
@@ -38,5 +38,5 @@ for (shape, name), after in sorted(working.items()):
     base, base_us = best[shape]
     print(f"| {shape} | {name} | {before:.2f} | {after:.2f} | {before / after:.3f} | {base} {base_us:.2f} | "
           f"{base_us / after:.3f} |")
-print(f"\n{len(ratios)} kernel-shape pairs, before / after: geomean {geomean(ratios):.3f}, "
+print(f"\n{len(ratios)} kernel-shape pairs, without / with the ring: geomean {geomean(ratios):.3f}, "
       f"range {min(ratios):.3f}-{max(ratios):.3f}")

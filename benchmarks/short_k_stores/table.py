@@ -1,13 +1,14 @@
 """The short-K stores bench as a table: per shape, the strongest baseline of the run and each kernel's
 time (µs), ratio to it and the rate it writes C at (GB/s), fastest first.
 
-Usage: python benchmarks/short_k_stores/table.py BENCH_JSON
+Usage: python benchmarks/short_k_stores/table.py BENCH_JSON   (may be gzipped)
 """
 
+import gzip
 import json
 import sys
 
-with open(sys.argv[1]) as f:
+with (gzip.open if sys.argv[1].endswith(".gz") else open)(sys.argv[1], "rt") as f:
     run = json.load(f)
 print("| shape | kernel | µs | ratio to the strongest baseline | C written, GB/s |")
 print("|---|---|---:|---:|---:|")

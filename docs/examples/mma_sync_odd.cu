@@ -32,15 +32,12 @@ __device__ __forceinline__ void load_stage(unsigned char* stage, const Operands&
     if constexpr (TN) LoadB::async(s + A_BYTES, o.B, o.n0, k0, o.N, o.K, o.K);
     else LoadB::async(s + A_BYTES, o.B, k0, o.n0, o.K, o.N, o.N);
   } else {
-    // each chunk assembled as it is fetched (fetch<true>), then stored
-    LoadA::Raw a;
-    LoadB::Raw b;
-    LoadA::fetch<true>(a, o.A, o.m0, k0, o.M, o.K, o.K);
-    if constexpr (TN) LoadB::fetch<true>(b, o.B, o.n0, k0, o.N, o.K, o.K);
-    else LoadB::fetch<true>(b, o.B, k0, o.n0, o.K, o.N, o.N);
-    LoadA::store<true>(stage, a, o.A, o.m0, k0, o.M, o.K, o.K);
-    if constexpr (TN) LoadB::store<true>(stage + A_BYTES, b, o.B, o.n0, k0, o.N, o.K, o.K);
-    else LoadB::store<true>(stage + A_BYTES, b, o.B, k0, o.n0, o.K, o.N, o.N);
+    uint4 a[LoadA::ITERS], b[LoadB::ITERS];
+    LoadA::fetch(a, o.A, o.m0, k0, o.M, o.K, o.K);
+    if constexpr (TN) LoadB::fetch(b, o.B, o.n0, k0, o.N, o.K, o.K);
+    else LoadB::fetch(b, o.B, k0, o.n0, o.K, o.N, o.N);
+    LoadA::store(stage, a);
+    LoadB::store(stage + A_BYTES, b);
   }
   cp_async_commit();
 }

@@ -45,8 +45,7 @@ TILES = [
 ]
 SMALL_TILE = (32, 32, 64, 2, 2, 4)   # hgemm.tune.small_tile_siblings times it beside larger tiles
 # (tile, stages) pairs where the table's MIN_BLOCKS spilled a few bytes with ptxas 13.0: one CTA fewer.
-SPILL_FALLBACK = {(128, 128, 32, 2, 4, 2), (128, 128, 32, 2, 4, 4), (16, 128, 64, 1, 4, 2), (32, 32, 64, 2, 2, 3),
-                  (32, 32, 64, 2, 2, 4)}
+SPILL_FALLBACK = {(128, 128, 32, 2, 4, 2), (128, 128, 32, 2, 4, 4)}
 STAGES = (2, 3, 4)
 SPLIT_K = (1, 2, 4, 8, 16)
 GROUP_M = (8,)

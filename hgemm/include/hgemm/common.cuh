@@ -5,7 +5,7 @@
 //                 cp_async_wait<N>
 //   fragments     ldsm_x4, ldsm_x4_trans (ldmatrix), mma_m16n8k16 (fp16 in, fp32 accumulate)
 //   swizzle       swizzle_offset<CPR>(row, chunk): bank-conflict-free 16-byte chunk placement
-//   guarded I/O   MisalignedLoads, load_elems + pack_elems, load_chunk_pair (a 16-byte chunk of a row at any
+//   guarded I/O   MisalignedLoads, load_chunk_elems, load_chunk_pair (a 16-byte chunk of a row at any
 //                 2-byte alignment), store_half2 (a guarded pair of C values), store_row_pairs (a row of
 //                 C from mma accumulators at any 2-byte alignment), pack_halves (two fp32 as a half2 word)
 //   columns       spread_column (the B column order that leaves each lane 8 consecutive columns of C)
@@ -88,41 +88,26 @@ __device__ __forceinline__ int swizzle_offset(int r, int c) {
 enum class MisalignedLoads { elem, pair };
 
 // 8 fp16 elements from src (any 2-byte alignment) as 8 guarded 2-byte loads: element e is read when
-// row_ok and col + e < clim, else 0. load_elems leaves them one a word (lo: 0-3, hi: 4-7), so that the
-// loads can stay in flight until pack_elems assembles the chunk.
-__device__ __forceinline__ void load_elems(const unsigned short* src, bool row_ok, int col, int clim, uint4& lo,
-                                           uint4& hi) {
-  uint32_t h[8];
+// row_ok and col + e < clim, else 0.
+__device__ __forceinline__ uint4 load_chunk_elems(const unsigned short* src, bool row_ok, int col, int clim) {
+  unsigned short h[8];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) h[e] = (row_ok && col + e < clim) ? __ldg(src + e) : 0u;
-  lo = make_uint4(h[0], h[1], h[2], h[3]);
-  hi = make_uint4(h[4], h[5], h[6], h[7]);
-}
-__device__ __forceinline__ uint4 pack_elems(const uint4& lo, const uint4& hi) {
-  return make_uint4(lo.x | (lo.y << 16), lo.z | (lo.w << 16), hi.x | (hi.y << 16), hi.z | (hi.w << 16));
+  for (int e = 0; e < 8; ++e) h[e] = (row_ok && col + e < clim) ? __ldg(src + e) : (unsigned short)0;
+  return make_uint4(h[0] | (uint32_t(h[1]) << 16), h[2] | (uint32_t(h[3]) << 16),
+                    h[4] | (uint32_t(h[5]) << 16), h[6] | (uint32_t(h[7]) << 16));
 }
 
 // The same 8 elements from two aligned 16-byte loads and a register realignment (realign16): `keep`
 // elements are in range (<= 0: none), the rest zero. src itself is never dereferenced, only the
-// aligned blocks that hold in-range elements. load_pair_blocks issues the loads, realign_pair splices
-// them (the same src and keep), so the loads can stay in flight in between.
-__device__ __forceinline__ uint32_t chunk_offset(const unsigned short* src) {
-  return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(src) & 15);
-}
-__device__ __forceinline__ void load_pair_blocks(const unsigned short* src, int keep, uint4& lo, uint4& hi) {
-  const uint32_t off = chunk_offset(src);
+// aligned blocks that hold in-range elements.
+__device__ __forceinline__ uint4 load_chunk_pair(const unsigned short* src, int keep) {
+  const uint32_t off = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(src) & 15);
   const uint4* blk = reinterpret_cast<const uint4*>(reinterpret_cast<uintptr_t>(src) - off);
   const int nblk = pair_blocks(off, keep);
-  lo = nblk > 0 ? __ldg(blk) : make_uint4(0u, 0u, 0u, 0u);
-  hi = nblk > 1 ? __ldg(blk + 1) : make_uint4(0u, 0u, 0u, 0u);
-}
-__device__ __forceinline__ uint4 realign_pair(const unsigned short* src, int keep, const uint4& lo, const uint4& hi) {
-  return realign16(lo, hi, chunk_offset(src), keep);
-}
-__device__ __forceinline__ uint4 load_chunk_pair(const unsigned short* src, int keep) {
-  uint4 lo, hi;
-  load_pair_blocks(src, keep, lo, hi);
-  return realign_pair(src, keep, lo, hi);
+  uint4 lo = make_uint4(0u, 0u, 0u, 0u), hi = lo;
+  if (nblk > 0) lo = __ldg(blk);
+  if (nblk > 1) hi = __ldg(blk + 1);
+  return realign16(lo, hi, off, keep);
 }
 
 // C[c], C[c + 1] of one row (dst = &C[row][c]) as fp16, columns >= N skipped. pair: N is even and C

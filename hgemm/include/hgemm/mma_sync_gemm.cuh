@@ -53,14 +53,9 @@ struct MmaSyncTile {
   static constexpr int B_STAGE_BYTES = BK * BN * 2;
   static constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;   // the launch's dynamic shared memory
-  // Misaligned path: hold a tile in registers across the mma work (hides its latency) only when the
-  // accumulators leave room; big warp tiles load and store at once to avoid spills. FETCH_SETS: the
-  // k tiles whose raw pair loads a thread holds at once (8 registers a 16-byte chunk of A and B), as
-  // many as 64 registers hold, at most STAGES - 1; where not even one fits, and with element loads, the
-  // held tile is assembled as it is fetched (4 registers a chunk).
+  // Misaligned path: hold the next tile in registers across the mma work (hides its latency) only
+  // when the accumulators leave room; big warp tiles load and store at once to avoid spills.
   static constexpr bool FETCH_AHEAD = MI * NI * 4 <= 32;
-  static constexpr int CHUNKS = (BM * A_CPR + B_ROWS * B_CPR) / NT;   // 16-byte chunks a thread a k tile
-  static constexpr int FETCH_SETS = 64 / (8 * CHUNKS) < STAGES - 1 ? 64 / (8 * CHUNKS) : STAGES - 1;
   // One aligned + one misaligned operand (N % 8 != 0 or K % 8 != 0 but not both in NN) gets its own
   // instantiation so the aligned operand keeps cp.async; with 128 accumulators the extra code paths
   // push the kernel past the launch-bounds register cap, so big warp tiles take the all-guarded path.
@@ -91,59 +86,25 @@ struct TileLoader {
       cp_async16(s + swizzle_offset<CPR>(r, c), src, p);
     }
   }
-  // Misaligned path, in two parts so that a tile's loads can stay in flight across the mma work of
-  // the k tiles between. fetch: the loads into registers, raw (pair: each chunk's aligned 16-byte
-  // blocks, elem: its 8 guarded elements, one a word), nothing that waits on them; store: the chunks
-  // assembled (realigned, or packed) and stored in 16 bytes into the swizzled layout the aligned path
-  // uses, the same arguments naming the same tile. ASSEMBLED: fetch assembles each chunk at once and
-  // holds it in `lo` (half the registers of a raw chunk; `hi` unused), and store only stores it.
-  struct Raw {
-    uint4 lo[ITERS], hi[ITERS];
-  };
-  // Chunk i of this thread: its source (never dereferenced itself) and where it lies in the matrix.
-  struct Chunk {
-    const unsigned short* src;
-    int gr, gc, rlim, clim;   // its row and first column in the matrix, the matrix's extents
-    __device__ __forceinline__ Chunk(int i, const __half* g, int row0, int col0, int rlim_, int clim_, int ld)
-        : rlim(rlim_), clim(clim_) {
-      const int q = threadIdx.x + i * NT;
-      gr = row0 + q / CPR;
-      gc = col0 + (q % CPR) * 8;
-      src = reinterpret_cast<const unsigned short*>(g) + (long long)gr * ld + gc;
-    }
-    __device__ __forceinline__ int keep() const { return gr < rlim ? min(8, clim - gc) : 0; }
-    __device__ __forceinline__ void load(uint4& lo, uint4& hi) const {
-      if constexpr (LOADS == MisalignedLoads::pair) load_pair_blocks(src, keep(), lo, hi);
-      else load_elems(src, gr < rlim, gc, clim, lo, hi);
-    }
-    __device__ __forceinline__ uint4 assemble(const uint4& lo, const uint4& hi) const {
-      return LOADS == MisalignedLoads::pair ? realign_pair(src, keep(), lo, hi) : pack_elems(lo, hi);
-    }
-  };
-  template <bool ASSEMBLED>
-  __device__ static void fetch(Raw& r, const __half* g, int row0, int col0, int rlim, int clim, int ld) {
+  // Misaligned path, part 1: guarded loads into registers (issued before the mma work of the
+  // current stage so their latency overlaps it).
+  __device__ static void fetch(uint4 (&v)[ITERS], const __half* g, int row0, int col0, int rlim, int clim, int ld) {
+    const unsigned short* gs = reinterpret_cast<const unsigned short*>(g);
 #pragma unroll
     for (int i = 0; i < ITERS; ++i) {
-      const Chunk ch(i, g, row0, col0, rlim, clim, ld);
-      uint4 lo, hi;
-      ch.load(lo, hi);
-      if constexpr (ASSEMBLED) {
-        r.lo[i] = ch.assemble(lo, hi);
-      } else {
-        r.lo[i] = lo;
-        r.hi[i] = hi;
-      }
+      const int q = threadIdx.x + i * NT, r = q / CPR, c = q % CPR;
+      const int gr = row0 + r, gc = col0 + c * 8;
+      const unsigned short* src = gs + (long long)gr * ld + gc;   // pair: never dereferenced itself
+      if constexpr (LOADS == MisalignedLoads::pair) v[i] = load_chunk_pair(src, gr < rlim ? min(8, clim - gc) : 0);
+      else v[i] = load_chunk_elems(src, gr < rlim, gc, clim);
     }
   }
-  template <bool ASSEMBLED>
-  __device__ static void store(unsigned char* s, const Raw& r, const __half* g, int row0, int col0, int rlim, int clim,
-                               int ld) {
+  // Misaligned path, part 2: 16-byte stores into the same swizzled layout the aligned path uses.
+  __device__ static void store(unsigned char* s, const uint4 (&v)[ITERS]) {
 #pragma unroll
     for (int i = 0; i < ITERS; ++i) {
       const int q = threadIdx.x + i * NT;
-      uint4 v = r.lo[i];
-      if constexpr (!ASSEMBLED) v = Chunk(i, g, row0, col0, rlim, clim, ld).assemble(r.lo[i], r.hi[i]);
-      *reinterpret_cast<uint4*>(s + swizzle_offset<CPR>(q / CPR, q % CPR)) = v;
+      *reinterpret_cast<uint4*>(s + swizzle_offset<CPR>(q / CPR, q % CPR)) = v[i];
     }
   }
 };
@@ -172,6 +133,14 @@ struct MmaSyncGemm {
     if constexpr (TN) LoadB::async(s, o.B, o.n0, k0, o.N, o.K, o.K);
     else LoadB::async(s, o.B, k0, o.n0, o.K, o.N, o.N);
   }
+  __device__ __forceinline__ static void fetch_a(uint4 (&v)[LoadA::ITERS], const Operands& o, int k0) {
+    LoadA::fetch(v, o.A, o.m0, k0, o.M, o.K, o.K);
+  }
+  __device__ __forceinline__ static void fetch_b(uint4 (&v)[LoadB::ITERS], const Operands& o, int k0) {
+    if constexpr (TN) LoadB::fetch(v, o.B, o.n0, k0, o.N, o.K, o.K);
+    else LoadB::fetch(v, o.B, k0, o.n0, o.K, o.N, o.N);
+  }
+
   // Per-lane ldmatrix byte offsets inside a stage, computed once: the offset of fragment mi (A),
   // nj (TN B) or k-step ks (NN B) is the base offset plus a compile-time constant (swizzle_offset).
   struct FragOffsets {
@@ -220,95 +189,56 @@ struct MmaSyncGemm {
   }
 
   // The STAGES-deep main loop over k tiles [kt0, kt0 + nk). VA / VB: operand A / B takes the aligned
-  // cp.async path; otherwise the register path. `wait_group(STAGES-2)` + one __syncthreads per k tile,
-  // which also protects the stage being refilled.
-  //
-  // The register path fetches a tile when cp.async would issue it, STAGES - 1 k tiles ahead. Where the
-  // warp tile is small (FETCH_AHEAD) its raw loads stay in flight in one of FETCH_SETS register sets
-  // across the mma work of FETCH_SETS k tiles, and the prologue issues FETCH_SETS stages' loads before
-  // storing any, so a k tile waits on a round trip to memory once every FETCH_SETS k tiles, not once
-  // each; the loop is unrolled by FETCH_SETS so that each set is registers, not local memory. Without
-  // room for a raw set, one assembled tile is held across one k tile's mma work. Big warp tiles store
-  // a tile as soon as it lands.
+  // cp.async path; otherwise the guarded register path. `wait_group(STAGES-2)` + one __syncthreads
+  // per k tile, which also protects the stage being refilled.
   template <bool VA, bool VB>
   __device__ __forceinline__ static void mainloop(Acc& acc, unsigned char* smem, const Operands& o, int kt0, int nk) {
-    constexpr bool kHold = Tile::FETCH_AHEAD;
-    // held raw, assembled when stored (pair loads: element loads' raw form spills where the pairs' does not)
-    constexpr bool kRaw = kHold && Tile::FETCH_SETS >= 1 && Tile::LOADS == MisalignedLoads::pair;
-    constexpr int L = kRaw ? Tile::FETCH_SETS : 1;           // register sets in flight
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int wm = warp / Tile::WARPS_N, wn = warp % Tile::WARPS_N;
     const uint32_t sbase = smem_u32(smem);
     const FragOffsets off(wm, wn, lane);
-    // k tile t of the register path, from global memory into a Raw, and from a Raw into its stage
-    auto fetch = [&](typename LoadA::Raw& ra, typename LoadB::Raw& rb, int t) {
-      const int k0 = (kt0 + t) * BK;
-      if constexpr (!VA) LoadA::template fetch<!kRaw>(ra, o.A, o.m0, k0, o.M, o.K, o.K);
-      if constexpr (!VB) {
-        if constexpr (TN) LoadB::template fetch<!kRaw>(rb, o.B, o.n0, k0, o.N, o.K, o.K);
-        else LoadB::template fetch<!kRaw>(rb, o.B, k0, o.n0, o.K, o.N, o.N);
-      }
-    };
-    auto store = [&](const typename LoadA::Raw& ra, const typename LoadB::Raw& rb, int t) {
-      const int k0 = (kt0 + t) * BK;
-      unsigned char* stage = smem + (t % STAGES) * STAGE_BYTES;
-      if constexpr (!VA) LoadA::template store<!kRaw>(stage, ra, o.A, o.m0, k0, o.M, o.K, o.K);
-      if constexpr (!VB) {
-        if constexpr (TN) LoadB::template store<!kRaw>(stage + A_STAGE_BYTES, rb, o.B, o.n0, k0, o.N, o.K, o.K);
-        else LoadB::template store<!kRaw>(stage + A_STAGE_BYTES, rb, o.B, k0, o.n0, o.K, o.N, o.N);
-      }
-    };
-    auto issue_async = [&](int t) {
-      const int k0 = (kt0 + t) * BK;
-      const uint32_t sa = sbase + (t % STAGES) * STAGE_BYTES, sb = sa + A_STAGE_BYTES;
-      if constexpr (VA) load_a_async(sa, o, k0);
-      if constexpr (VB) load_b_async(sb, o, k0);
-    };
+    uint4 ra[VA ? 1 : LoadA::ITERS];
+    uint4 rb[VB ? 1 : LoadB::ITERS];
 
-    typename LoadA::Raw ra[L];
-    typename LoadB::Raw rb[L];
-    // Prologue: stages 0..STAGES-2, L at a time. One commit per stage even when empty keeps the group
-    // count exact.
+    // Prologue: stages 0..STAGES-2. One commit per stage even when empty keeps the group count exact.
 #pragma unroll
-    for (int s0 = 0; s0 < STAGES - 1; s0 += L) {
-#pragma unroll
-      for (int d = 0; d < L && s0 + d < STAGES - 1; ++d) {
-        if (s0 + d < nk) {
-          issue_async(s0 + d);
-          fetch(ra[d], rb[d], s0 + d);
-        }
-        cp_async_commit();
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < nk) {
+        const int k0 = (kt0 + s) * BK;
+        const uint32_t sa = sbase + s * STAGE_BYTES, sb = sa + A_STAGE_BYTES;
+        if constexpr (VA) load_a_async(sa, o, k0);
+        else { uint4 v[LoadA::ITERS]; fetch_a(v, o, k0); LoadA::store(smem + s * STAGE_BYTES, v); }
+        if constexpr (VB) load_b_async(sb, o, k0);
+        else { uint4 v[LoadB::ITERS]; fetch_b(v, o, k0); LoadB::store(smem + s * STAGE_BYTES + A_STAGE_BYTES, v); }
       }
-#pragma unroll
-      for (int d = 0; d < L && s0 + d < STAGES - 1; ++d)
-        if (s0 + d < nk) store(ra[d], rb[d], s0 + d);
+      cp_async_commit();
     }
 
-    for (int kb = 0; kb < nk; kb += L) {
-#pragma unroll
-      for (int d = 0; d < L; ++d) {
-        const int kt = kb + d;
-        if (kt >= nk) break;
-        // Groups committed so far: STAGES-1+kt. Allowing STAGES-2 in flight means tile kt has landed.
-        cp_async_wait<STAGES - 2>();
-        // Also guarantees every warp is done reading stage (kt-1) % STAGES, which is refilled below.
-        __syncthreads();
-        const int next = kt + STAGES - 1;
-        if (next < nk) {
-          issue_async(next);
-          fetch(ra[d], rb[d], next);   // set d is free: its last tile was stored by the end of kt - 1
-          if constexpr (!kHold) store(ra[d], rb[d], next);
-        }
-        cp_async_commit();
-        const int cs = kt % STAGES;
-        compute_stage(acc, sbase + cs * STAGE_BYTES, sbase + cs * STAGE_BYTES + A_STAGE_BYTES, off);
-        if constexpr (kHold) {
-          // The tile fetched L - 1 k tiles ago (set (d + 1) % L) to its stage: no warp has read that
-          // stage since the barrier above (its last tile was computed before it), and none reads it
-          // before the next one. It is computed STAGES - L k tiles from now.
-          const int fetched = kt + 1 - L;
-          if (fetched >= 0 && fetched + STAGES - 1 < nk) store(ra[(d + 1) % L], rb[(d + 1) % L], fetched + STAGES - 1);
-        }
+    for (int kt = 0; kt < nk; ++kt) {
+      // Groups committed so far: STAGES-1+kt. Allowing STAGES-2 in flight means tile kt has landed.
+      cp_async_wait<STAGES - 2>();
+      // Also guarantees every warp is done reading stage (kt-1) % STAGES, which is refilled below.
+      __syncthreads();
+      const int next = kt + STAGES - 1;
+      const int ns = next % STAGES;
+      const bool more = next < nk;
+      if (more) {
+        const int k0 = (kt0 + next) * BK;
+        const uint32_t sa = sbase + ns * STAGE_BYTES, sb = sa + A_STAGE_BYTES;
+        if constexpr (VA) load_a_async(sa, o, k0);
+        else if constexpr (FETCH_AHEAD) fetch_a(ra, o, k0);
+        else { fetch_a(ra, o, k0); LoadA::store(smem + ns * STAGE_BYTES, ra); }
+        if constexpr (VB) load_b_async(sb, o, k0);
+        else if constexpr (FETCH_AHEAD) fetch_b(rb, o, k0);
+        else { fetch_b(rb, o, k0); LoadB::store(smem + ns * STAGE_BYTES + A_STAGE_BYTES, rb); }
+      }
+      cp_async_commit();
+      const int cs = kt % STAGES;
+      compute_stage(acc, sbase + cs * STAGE_BYTES, sbase + cs * STAGE_BYTES + A_STAGE_BYTES, off);
+      if (FETCH_AHEAD && more) {
+        // Stage ns is distinct from cs (STAGES >= 2) and nobody reads it until after the next barrier.
+        if constexpr (!VA) LoadA::store(smem + ns * STAGE_BYTES, ra);
+        if constexpr (!VB) LoadB::store(smem + ns * STAGE_BYTES + A_STAGE_BYTES, rb);
       }
     }
     cp_async_wait<0>();

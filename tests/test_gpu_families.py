@@ -176,25 +176,6 @@ def test_wgmma_bulk_copy_epilogue_verifies_on_edge_shapes(layout):
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
-def test_wgmma_double_parked_bulk_copies_verify_on_edge_shapes(layout):
-    """`epilogue: bulk2` (two parked buffers used in turn) on the tiles of benchmarks/short_k_stores/: CTAs
-    of one tile and of many (each buffer reused every other tile, once its copies have read it), ragged
-    tiles, batch, a short K with many tiles a CTA, and N not a multiple of 8 (from registers instead)."""
-    from benchmarks.short_k_stores import make_kernels as short_k_stores
-    from hgemm.candidate import parse_candidate
-    from hgemm.library import tma_compatible
-    from kernels_corpus.families import wgmma
-
-    variants = [p for p in short_k_stores.variants() if p.get("epilogue") == "bulk2"]
-    assert len(variants) == 3 and all(wgmma._valid(p) for p in variants)
-    shapes = [Problem(p.M, p.N, p.K, p.batch, layout)
-              for p in EDGE + TMA_EDGE + [Problem(1000, 1000, 200, 5), Problem(2048, 2048, 2048), Problem(4100, 3000, 520),
-                                          Problem(1419, 14848, 64)]]
-    problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]
-    assert not failures_on_own_shapes(wgmma, variants, problems)
-
-
-@pytest.mark.parametrize("layout", ["NN", "TN"])
 def test_wgmma_split_and_streamk_rings_past_six_verify_on_edge_shapes(layout):
     """The template takes rings deeper than the family's 6 stages: the small tiles' split-K and stream-K
     kernels at 8 and 12 stages, as far as shared memory holds them (benchmarks/deep_ring/), on the edge

@@ -1,8 +1,7 @@
 """Write the wgmma kernels that serve a short K (one k tile) and a large output, where a tile is a short
 mainloop and a long store of C: the two-consumer tiles with each epilogue (bulk copies, parked for the
 producer's warps, from registers) and two tile orders (GROUP_M 8, the family's, and 1: the tiles of a
-row of tiles side by side), and the bulk copies from two parked buffers used in turn on the tiles where
-two fit beside the ring, into a folder (default results/short_k_stores/kernels);
+row of tiles side by side), into a folder (default results/short_k_stores/kernels);
 `hgemm bench --kernels results/short_k_stores/kernels` times them.
 
 Usage: python benchmarks/short_k_stores/make_kernels.py [OUT_DIR]
@@ -20,16 +19,8 @@ EPILOGUES = ({"epilogue": "bulk"}, {"epilogue": "smem"}, {})   # {}: from regist
 GROUPS = (8, 1)
 
 
-# two parked buffers (`epilogue: bulk2`): 128 x 128 at 3 and 4 stages, 128 x 192 at 3
-DOUBLE_PARKED = [dict(bm=128, bn=128, consumers=2, stages=3), dict(bm=128, bn=128, consumers=2, stages=4),
-                 dict(bm=128, bn=192, consumers=2, stages=3)]
-
-
 def variants() -> list[dict]:
-    out = [dict(tile, group_m=g, **ep) for tile, ep, g in itertools.product(TILES, EPILOGUES, GROUPS)]
-    out += [dict(tile, group_m=8, epilogue="bulk2") for tile in DOUBLE_PARKED]
-    out += [dict(tile, group_m=8, epilogue="bulk") for tile in DOUBLE_PARKED[1:] if dict(tile, group_m=8, epilogue="bulk") not in out]
-    return out
+    return [dict(tile, group_m=g, **ep) for tile, ep, g in itertools.product(TILES, EPILOGUES, GROUPS)]
 
 
 if __name__ == "__main__":

@@ -172,20 +172,18 @@ def _epilogue_last(p: dict) -> bool:
 
 def _epilogue_bulk(p: dict) -> bool:
     # `epilogue: bulk`: each consumer warp parks its own rows of a finished tile and the bulk-copy engine
-    # stores them (Epilogue::bulk): no hand-over to storer warps; the parked buffer as `smem` has it.
-    # `epilogue: bulk2`: two parked buffers used in turn (Epilogue::bulk_double), so a tile is parked
-    # while the previous one's copies still read theirs (benchmarks/short_k_stores/)
-    return p.get("epilogue", "registers") in ("bulk", "bulk2")
+    # stores them (Epilogue::bulk): no hand-over to storer warps; the parked buffer as `smem` has it
+    return p.get("epilogue", "registers") == "bulk"
 
 
 def _parked_bytes(p: dict) -> int:
-    # a parked C tile: rows padded by 16 bytes (ParkedTile in hgemm/epilogue.cuh); two for `bulk2`
-    return p["bm"] * (p["bn"] * 2 + 16) * (2 if p.get("epilogue") == "bulk2" else 1)
+    # a parked C tile: rows padded by 16 bytes (ParkedTile in hgemm/epilogue.cuh)
+    return p["bm"] * (p["bn"] * 2 + 16)
 
 
 def _smem_bytes(p: dict) -> int:
     # + 1024: the kernel rounds the dynamic smem base up to the 1024-byte swizzle-pattern boundary;
-    # the parked epilogue's buffers follow the ring.
+    # the parked epilogue's buffer follows the ring.
     parked = _parked_bytes(p) if _epilogue_smem(p) or _epilogue_bulk(p) else 0
     # split-K: a slot for each peer's partials of this CTA's share of the tile (ClusterSplitK::kBytes)
     split = _split(p)
@@ -370,7 +368,7 @@ def name(p: dict) -> str:
     if _epilogue_last(p):
         base += "_el"
     if _epilogue_bulk(p):
-        base += "_eb2" if p["epilogue"] == "bulk2" else "_eb"
+        base += "_eb"
     if _staged(p):
         ops = _staged_ops(p)
         return base + "_staged" + ("" if ops == "AB" else ops)
@@ -472,8 +470,7 @@ def template_args(p: dict) -> str:
     EPILOGUE, LOADER, then SPLITK where it splits, SPLITK, STREAMK for stream-K, SPLITK, STREAMK,
     CTAS_PER_SM for two CTAs an SM and SPLITK, STREAMK, CTAS_PER_SM, MULTICAST for clusters sharing A
     (the layout comes from -DHGEMM_LAYOUT_TN)."""
-    epilogue = {"smem": "Epilogue::smem", "last": "Epilogue::last_parked", "bulk": "Epilogue::bulk",
-                "bulk2": "Epilogue::bulk_double"}.get(
+    epilogue = {"smem": "Epilogue::smem", "last": "Epilogue::last_parked", "bulk": "Epilogue::bulk"}.get(
         p.get("epilogue"), "Epilogue::registers")
     loader = f"Loader::staged_{_staged_ops(p).lower()}" if _staged(p) else "Loader::tma"
     split = f", {_split(p)}" if _split(p) > 1 else ""

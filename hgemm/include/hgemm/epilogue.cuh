@@ -101,14 +101,12 @@ __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.w
 // of BN columns): `prow0` is the warp's first row within the tile (its warpgroup's slab + 16 * warp);
 // its rows are prow0 + 64 * mt + 0..15, and lane i < 16 * MT copies the valid columns of the i-th of
 // them with one bulk copy. C's rows must start 16-byte aligned (N % 8 == 0, C 16-byte aligned): a tile's valid columns are
-// then a multiple of 8. PENDING: the bulk groups of this lane's later tiles that may still be reading their own
-// buffers (0 with one parked buffer; 1 with two used in turn); the group of the tile that last parked in `cbuf`
-// must be done. The caller waits (bulk_wait_read<0>) before the CTA exits.
-template <int MT, int BN, int PENDING = 0>
+// then a multiple of 8. The caller waits (bulk_wait_read<0>) before the CTA exits.
+template <int MT, int BN>
 __device__ __forceinline__ void bulk_store_rows(const float (&acc)[MT][BN / 2], uint32_t cbuf, __half* C,
                                                 const TileCoord& tc, int prow0, int M, int N, int lane) {
   constexpr int C_PITCH = BN * 2 + 16;
-  bulk_wait_read<PENDING>();   // this lane's copies of the tile that last parked here have read their rows
+  bulk_wait_read<0>();   // this lane's copies of the warp's previous tile have read their rows
   __syncwarp();
   park_acc<MT, BN>(acc, cbuf, prow0 + (lane >> 2), lane);
   fence_proxy_async_smem();

@@ -31,8 +31,6 @@
 //             copies them to C with cp.async.bulk (epilogue.cuh's bulk_store_rows), then starts the next
 //             tile: no hand-over to storer warps and no global stores for C from the SM's threads. Where C's rows
 //             are not 16-byte aligned (N % 8 != 0) it stores from registers. No split-K or stream-K.
-//             Epilogue::bulk_double: the same with two parked buffers, tiles alternating between them, so a
-//             tile is parked while the previous one's copies still read theirs.
 //   LOADER    Loader::tma: TMA from the operands (16-byte row pitches); Loader::staged_ab / staged_a /
 //             staged_b: the grid first copies both, A only or B only into row-padded copies in the
 //             workspace, and TMA reads those (staged_loader.cuh; the spec's `staged=1` maps).
@@ -82,7 +80,7 @@
 namespace hgemm {
 namespace sm90 {
 
-enum class Epilogue { registers, smem, last_parked, bulk, bulk_double };
+enum class Epilogue { registers, smem, last_parked, bulk };
 enum class Loader { tma, staged_ab, staged_a, staged_b };
 enum class Multicast { b, a };
 
@@ -106,9 +104,8 @@ struct WgmmaShape {
   static constexpr int A_BYTES = BM * kBK * 2;     // A stage: BM rows x 128 bytes (one TMA box)
   static constexpr int B_BOXES = BN / 64;          // B stage: BN / 64 boxes of 64 x 64 fp16
   static constexpr int STAGE_BYTES = A_BYTES + B_BOXES * kBoxBytes;
-  static constexpr int kParkedBytes = EPILOGUE == Epilogue::smem || EPILOGUE == Epilogue::bulk ? ParkedTile<BM, BN>::kBytes
-                                      : EPILOGUE == Epilogue::bulk_double                  ? 2 * ParkedTile<BM, BN>::kBytes
-                                                                                           : 0;
+  static constexpr int kParkedBytes =
+      EPILOGUE == Epilogue::smem || EPILOGUE == Epilogue::bulk ? ParkedTile<BM, BN>::kBytes : 0;
   using SplitK = ClusterSplitK<MT, BN, SPLITK, 128 * CONSUMERS>;
   // + 1024: the kernel rounds the dynamic smem base up to the 1024-byte swizzle-pattern boundary
   static constexpr int kSmemBytes = STAGES * STAGE_BYTES + kParkedBytes + SplitK::kBytes + 1024;
@@ -126,8 +123,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   constexpr int BK = kBK, MT = S::MT, WM = S::WM, A_BYTES = S::A_BYTES, STAGE_BYTES = S::STAGE_BYTES;
   constexpr bool kParked = EPILOGUE == Epilogue::smem;
   constexpr bool kLastParked = EPILOGUE == Epilogue::last_parked;
-  constexpr bool kBulk = EPILOGUE == Epilogue::bulk || EPILOGUE == Epilogue::bulk_double;
-  constexpr int kParks = EPILOGUE == Epilogue::bulk_double ? 2 : 1;   // parked buffers, used in turn
+  constexpr bool kBulk = EPILOGUE == Epilogue::bulk;
   constexpr bool kStorers = kParked || kLastParked;   // the producer warpgroup's warps 1-3 store parked tiles
   // the named barrier of every consumer thread before the last tile is parked (0 is __syncthreads'; stream-K,
   // which never parks in the ring, takes 1 + its warpgroup)
@@ -283,7 +279,6 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
 
     RingPos<STAGES> pos;
     uint32_t c_phase = 0, red_phase = 0;
-    int park = 0;   // the bulk copies' parked buffer for the next tile
     // `count` k tiles of one tile through the ring into acc
     auto mainloop = [&](int count) {
       int prev_stage = 0;
@@ -319,9 +314,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         if (lane0) mbar_arrive(smem_u32(&c_full));
         c_phase ^= 1u;
       } else if (kBulk && N % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0) {   // rows 16-byte aligned
-        bulk_store_rows<MT, BN, kParks - 1>(acc, cbuf + park * ParkedTile<BM, BN>::kBytes, C, tc, cw * WM + warp * 16,
-                                            M, N, lane);
-        park = (park + 1) % kParks;
+        bulk_store_rows<MT, BN>(acc, cbuf, C, tc, cw * WM + warp * 16, M, N, lane);
       } else {
         const bool rows_aligned = N % 2 == 0 && reinterpret_cast<uintptr_t>(C) % 4 == 0;   // the same for all
         if constexpr (SPLITK > 1) SplitK::store(acc, C, tc, cw * WM, M, N, warp, lane, rank);

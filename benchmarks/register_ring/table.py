@@ -4,16 +4,15 @@ headers of .ab/) and with it (working.json), the ratio, and the strongest baseli
 Usage: python benchmarks/register_ring/table.py WORKING_JSON OTHER_JSON   (either may be gzipped)
 """
 
-import gzip
 import json
 import sys
 
+from hgemm.files import read_user_text
 from hgemm.summary import geomean
 
 
 def times(path: str) -> tuple[dict, dict]:
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
-        run = json.load(f)
+    run = json.loads(read_user_text(path, "bench results file"))
     kernels, best = {}, {}
     for pr in run["problems"]:
         p = pr["problem"]

@@ -4,12 +4,12 @@ time (µs), ratio to it and the rate it writes C at (GB/s), fastest first.
 Usage: python benchmarks/short_k_stores/table.py BENCH_JSON   (may be gzipped)
 """
 
-import gzip
 import json
 import sys
 
-with (gzip.open if sys.argv[1].endswith(".gz") else open)(sys.argv[1], "rt") as f:
-    run = json.load(f)
+from hgemm.files import read_user_text
+
+run = json.loads(read_user_text(sys.argv[1], "bench results file"))
 print("| shape | kernel | µs | ratio to the strongest baseline | C written, GB/s |")
 print("|---|---|---:|---:|---:|")
 for pr in run["problems"]:

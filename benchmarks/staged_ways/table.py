@@ -1,14 +1,15 @@
 """The staged-ways bench as a table: per shape, the strongest baseline of the run and each kernel's time
 (µs) and ratio to it, fastest first.
 
-Usage: python benchmarks/staged_ways/table.py BENCH_JSON
+Usage: python benchmarks/staged_ways/table.py BENCH_JSON   (may be gzipped)
 """
 
 import json
 import sys
 
-with open(sys.argv[1]) as f:
-    run = json.load(f)
+from hgemm.files import read_user_text
+
+run = json.loads(read_user_text(sys.argv[1], "bench results file"))
 print("| shape | kernel | µs | ratio to the strongest baseline |")
 print("|---|---|---:|---:|")
 for pr in run["problems"]:

@@ -897,11 +897,14 @@ def _wgmma_read_mnmajor(smem, start, lbo, sbo, n):
     return smem[_sw128(start + (j % 64) * 2 + (j // 64) * lbo + (k % 8) * 128 + (k // 8) * sbo) // 2]
 
 
+@pytest.mark.parametrize("share_a", [False, True])
 @pytest.mark.parametrize("layout", ["NN", "TN"])
 @pytest.mark.parametrize("tile", [(128, 256, 2), (256, 128, 2), (128, 192, 2), (128, 128, 1), (128, 64, 1)])
-def test_wgmma_smem_descriptor_model(layout, tile):
+def test_wgmma_smem_descriptor_model(layout, tile, share_a):
     """One pipeline stage: the kernel's TMA destinations and descriptor start/LBO/SBO (mirrored from
-    hgemm/include/hgemm/wgmma.cuh) reproduce A @ B under the PTX canonical-layout model."""
+    hgemm/include/hgemm/wgmma.cuh) reproduce A @ B under the PTX canonical-layout model. share_a: A
+    arrives as a 2-CTA cluster sharing it loads it, two boxes of BM / 2 rows, rank r's at r * BM / 2
+    rows into the stage (wgmma_gemm.cuh's Multicast::a)."""
     bm, bn, consumers = tile
     wm, bk = bm // consumers, 64
     rng = np.random.default_rng(1)
@@ -911,7 +914,11 @@ def test_wgmma_smem_descriptor_model(layout, tile):
     a_bytes = bm * bk * 2
     smem = np.full((ring + a_bytes + bn * bk * 2) // 2, np.nan)
     sa, sb = ring, ring + a_bytes
-    _tma_box_write(smem, sa, A)                       # tensor_map A, box=(BM, 64)
+    if share_a:                                       # tensor_map A, box=(BM / 2, 64), one a rank
+        for rank in range(2):
+            _tma_box_write(smem, sa + rank * (bm // 2) * 128, A[rank * bm // 2:(rank + 1) * bm // 2])
+    else:
+        _tma_box_write(smem, sa, A)                   # tensor_map A, box=(BM, 64)
     for j in range(bn // 64):                         # tensor_map B, box=(64, 64)
         if layout == "TN":
             _tma_box_write(smem, sb + j * 8192, B.T[64 * j:64 * j + 64, :])   # rows n, cols k
@@ -1168,6 +1175,10 @@ def test_wgmma_clusters_sharing_a_group_tile_columns(tmp_path):
     assert "__cluster_dims__(2, 1, 1)" in text and "Epilogue::smem, Loader::tma, 1, 0, 1, Multicast::a>" in text
     spec = parse_candidate(text).spec
     by_rows = parse_candidate(wgmma.render(dict(p, multicast="B"))).spec
+    # each CTA of the cluster loads half of the shared A tile's rows for both
+    assert [t.render() for t in spec.tensor_maps] == ["tensor_map: A, box=(128, 64), swizzle=128",
+                                                       "tensor_map: B, box=(64, 64), swizzle=128"]
+    assert by_rows.tensor_maps[0].render() == "tensor_map: A, box=(256, 64), swizzle=128"
     for (m, n), cols, rows in (((256, 640), 3, 1), ((768, 128), 1, 2), ((4096, 4096), 16, 8)):
         env = dict(M=m, N=n, K=64, batch=1, num_sms=132)
         # 640 columns: 5 tiles, 3 groups of two (the last one's peer past N); 768 rows: 3 tiles, 2 groups

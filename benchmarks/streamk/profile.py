@@ -2,7 +2,8 @@
 twin, timed with the L2 warm (the same inputs every launch) and cold (a 256 MB write between launches),
 a stream-K one at the spec's grid and at smaller ones (its split follows gridDim, so any grid is
 correct). `SHAPE@torch` runs torch.matmul on the shape instead: under Nsight Compute the kernels cuBLAS
-picks show by name beside the family's.
+picks show by name beside the family's. `SHAPE@path/to/kernel.cu` runs a candidate file (a family
+configuration its variants do not list, as the experiments' make_kernels.py write them).
 
     python benchmarks/streamk/profile.py 4096x4096x14336@wgmma_128x256x64_c2_s3_g8_stk8_es ... \
         [--grids 132,120] [--out OUT.json]
@@ -22,6 +23,7 @@ import itertools
 import json
 import statistics
 import sys
+from pathlib import Path
 
 import torch
 
@@ -47,10 +49,10 @@ def launcher(ev: GemmEvaluator, name: str, problem: Problem, A, B, C):
     """The loaded kernel, its parameters, the spec's (grid, block, smem), its workspace, zeroed once (the
     split-K and stream-K kernels keep it zero), and the part of it to fill before each launch (None for
     those that keep it zero, as the harness does)."""
-    text = family_text(name)
+    text = Path(name).read_text() if name.endswith(".cu") else family_text(name)
     if text is None:
         raise RuntimeError(f"{name}: no seed-family kernel has that name")
-    entry, status = compile_entry(name, text, layouts=(problem.layout,))
+    entry, status = compile_entry(Path(name).stem, text, layouts=(problem.layout,))
     if entry is None:
         raise RuntimeError(f"{name}: {status['status']}: {status.get('error', '')[:500]}")
     cand = parse_candidate(text)
@@ -122,7 +124,7 @@ def time_us(run, flush: torch.Tensor | None) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pairs", nargs="+", help="SHAPE@KERNEL: a seed-family kernel (a stream-K one's twin is "
-                    "added) or torch (torch.matmul)")
+                    "added), a candidate file (.cu) or torch (torch.matmul)")
     ap.add_argument("--grids", default="", help="grids besides the spec's, comma-separated (stream-K kernels)")
     ap.add_argument("--ncu", action="store_true", help="one launch each between cudaProfilerStart and Stop")
     ap.add_argument("--out", default=None)
@@ -168,10 +170,10 @@ def main(argv=None) -> int:
                     torch.cuda.synchronize()
                     torch.cuda.profiler.stop()
                     continue
-                row = {"shape": shape, "kernel": kname, "grid": g, "verified": ok,
+                row = {"shape": shape, "kernel": Path(kname).stem, "grid": g, "verified": ok,
                        "warm_us": time_us(run, None), "cold_us": time_us(run, flush)}
                 rows.append(row)
-                print(f"{shape:>18} {kname:>40} grid {g:>4} {'ok' if ok else 'WRONG'} "
+                print(f"{shape:>18} {Path(kname).stem:>40} grid {g:>4} {'ok' if ok else 'WRONG'} "
                       f"warm {row['warm_us']:9.1f} us  cold {row['cold_us']:9.1f} us", flush=True)
     if args.out and rows:
         with open(args.out, "w") as f:

@@ -438,7 +438,8 @@ def spec_text(p: dict) -> str:
         # tile's owner clears the slots and flags it read
         *(["workspace_zero: kept"] if ops or _streamk(p) else []),
         "layouts: NN, TN",
-        f"tensor_map: A, box=({p['bm']}, {BK}), swizzle=128{staged['A']}",
+        # sharing A, each CTA of the cluster loads (and multicasts) its share of the tile's rows
+        f"tensor_map: A, box=({p['bm'] // (_cluster(p) if _multicast(p) == 'A' else 1)}, {BK}), swizzle=128{staged['A']}",
         f"tensor_map: B, box=(64, 64), swizzle=128{staged['B']}",
         "@*/",
     ])

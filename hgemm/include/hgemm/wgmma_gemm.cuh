@@ -18,8 +18,9 @@
 //             whole clusters.
 //   MULTICAST with clusters, the shared operand: Multicast::b, vertically adjacent tiles sharing their B
 //             tile (each CTA loads every other B box for both); Multicast::a, horizontally adjacent
-//             ones sharing their A tile (the CTA of rank 0 loads it for both, each its own B), which
-//             cuts more of the L2-to-SM bytes where BM > BN.
+//             ones sharing their A tile (each CTA loads BM / CLUSTER of its rows for all, its tensor
+//             map's box that many rows, and its own B), which cuts more of the L2-to-SM bytes where
+//             BM > BN.
 //   EPILOGUE  Epilogue::smem: finished tiles are parked in shared memory and stored by warps 1-3 of
 //             the producer warpgroup while the consumers start the next tile; Epilogue::registers:
 //             stored straight from the accumulators (epilogue.cuh); Epilogue::last_parked: from
@@ -60,7 +61,8 @@
 // The launch spec of an instantiation: block = WgmmaShape<...>::kThreads, smem = ::kSmemBytes, grid
 // min(num_sms, tiles) (clusters: whole clusters; staged: num_sms, every CTA copies; staged with
 // split-K: whole clusters, no more than the GPU holds at once, since the copies end at a grid
-// barrier), one tensor map per operand: A box=(BM, 64), B box=(64, 64), swizzle=128.
+// barrier), one tensor map per operand: A box=(BM, 64) (sharing A: BM / CLUSTER rows), B box=(64, 64),
+// swizzle=128.
 #pragma once
 
 #include <cuda.h>
@@ -200,7 +202,11 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         // but still receives, and multicasts, the shared one.
         const int nbox = max(0, min(S::B_BOXES, (N - tc.n0 + 63) / 64));
         const bool has_a = tc.m0 < M;
-        const uint32_t bytes = (has_a ? A_BYTES : 0) + nbox * kBoxBytes;
+        // Sharing A, rank r's rows m0 + r * kARows..: a share wholly past M is not loaded (nor counted),
+        // and its rows of the tile, which the epilogue never stores, compute on stale smem.
+        constexpr int kARows = BM / CLUSTER;
+        const int a_shares = kShareA ? min(CLUSTER, max(0, (M - tc.m0 + kARows - 1) / kARows)) : (has_a ? 1 : 0);
+        const uint32_t bytes = a_shares * (kShareA ? kARows * 128 : A_BYTES) + nbox * kBoxBytes;
         for (int kt = first; kt < first + count; ++kt) {
           // Wait until the consumers released this stage's previous use (round r - 1); the first
           // round waits on parity 1, which a fresh barrier reports as complete.
@@ -208,8 +214,10 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
           const uint32_t fb = smem_u32(&full_bar[pos.stage]);
           mbar_arrive_expect_tx(fb, bytes);
           const uint32_t sa = ring + pos.stage * STAGE_BYTES, sb = sa + A_BYTES;
-          if constexpr (kShareA) {   // A rows m0.., k cols, from rank 0 into both
-            if (tiles.rank == 0) tma_load_3d_multicast(sa, args.tmap_a, fb, kt * BK, tc.m0, tc.b, (1u << CLUSTER) - 1);
+          if constexpr (kShareA) {   // A rows m0.., k cols: rank r's BM / CLUSTER rows into every CTA
+            if (static_cast<int>(tiles.rank) < a_shares)
+              tma_load_3d_multicast(sa + tiles.rank * kARows * 128, args.tmap_a, fb, kt * BK,
+                                    tc.m0 + static_cast<int>(tiles.rank) * kARows, tc.b, (1u << CLUSTER) - 1);
           } else if (has_a) {
             tma_load_3d(sa, args.tmap_a, fb, kt * BK, tc.m0, tc.b);
           }

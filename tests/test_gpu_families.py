@@ -119,15 +119,17 @@ def test_wgmma_clusters_sharing_either_operand_verify_on_edge_shapes(layout):
     """2-CTA clusters sharing B (vertically adjacent tiles) or A (horizontally adjacent), every tile of
     benchmarks/multicast/ at its deepest ring, on the edge shapes TMA serves and two whose last cluster
     has its second tile wholly past M (4097 x 72 x 264) or past N (130 x 4104 x 264: a 256-column tile's
-    peer starts 248 columns out, a 64-column one's 56)."""
+    peer starts 248 columns out, a 64-column one's 56), and one whose A tile's second half (the peer's
+    share, sharing A) lies wholly past M (40 x 520 x 264)."""
     from benchmarks.multicast import make_kernels as multicast
     from hgemm.candidate import parse_candidate
     from hgemm.library import tma_compatible
     from kernels_corpus.families import wgmma
 
     variants = [p for p in multicast.variants(depths=1) if p.get("cluster", 1) > 1]
-    assert len(variants) == 12 and sum(p.get("multicast") == "A" for p in variants) == 6
-    shapes = [Problem(p.M, p.N, p.K, p.batch, layout) for p in EDGE + TMA_EDGE + [Problem(130, 4104, 264)]]
+    assert len(variants) == 18 and sum(p.get("multicast") == "A" for p in variants) == 9
+    shapes = [Problem(p.M, p.N, p.K, p.batch, layout)
+              for p in EDGE + TMA_EDGE + [Problem(130, 4104, 264), Problem(40, 520, 264)]]
     problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]
     assert not failures_on_own_shapes(wgmma, variants, problems)
 

@@ -153,6 +153,27 @@ def test_wgmma_last_tile_parked_in_the_ring_verifies_on_edge_shapes(layout):
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_wgmma_tensor_store_epilogue_verifies_on_edge_shapes(layout):
+    """`epilogue: bulk_tensor` (C by TMA tensor stores of swizzled 16 x 64 boxes) on the short-K
+    experiment's tiles (benchmarks/short_k_stores/) and in a cluster sharing either operand: CTAs of one
+    tile and of many (a warp's boxes reused once its stores have read them), ragged tiles (boxes TMA clips
+    at M and N, row groups wholly past M skipped), batch, and a K of one k tile."""
+    from benchmarks.short_k_stores import make_kernels as short_k_stores
+    from hgemm.candidate import parse_candidate
+    from hgemm.library import tma_compatible
+    from kernels_corpus.families import wgmma
+
+    variants = [p for p in short_k_stores.variants() if p.get("epilogue") == "bulk_tensor"]
+    variants += [dict(variants[0], cluster=2), dict(variants[0], cluster=2, multicast="A")]
+    assert len(variants) >= 5 and all(wgmma._valid(p) for p in variants)
+    shapes = [Problem(p.M, p.N, p.K, p.batch, layout)
+              for p in EDGE + TMA_EDGE + [Problem(1000, 1000, 200, 5), Problem(1419, 1480, 64), Problem(130, 4104, 264),
+                                          Problem(40, 520, 264), Problem(2048, 2048, 2048)]]
+    problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]
+    assert all(problems) and not failures_on_own_shapes(wgmma, variants, problems)
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
 def test_wgmma_bulk_copy_epilogue_verifies_on_edge_shapes(layout):
     """`epilogue: bulk` on every tile of benchmarks/bulk_store/ (one CTA an SM and two), every variant of
     the family (clusters sharing B, staged copies of A, B or both) and a cluster sharing A: CTAs of one

@@ -172,8 +172,14 @@ def _epilogue_last(p: dict) -> bool:
 
 def _epilogue_bulk(p: dict) -> bool:
     # `epilogue: bulk`: each consumer warp parks its own rows of a finished tile and the bulk-copy engine
-    # stores them (Epilogue::bulk): no hand-over to storer warps; the parked buffer as `smem` has it
-    return p.get("epilogue", "registers") == "bulk"
+    # stores them (Epilogue::bulk): no hand-over to storer warps; the parked buffer as `smem` has it.
+    # `epilogue: bulk_tensor` the same by TMA tensor stores of 16 x 64 boxes (_tensor_stores)
+    return p.get("epilogue", "registers") in ("bulk", "bulk_tensor")
+
+
+def _tensor_stores(p: dict) -> bool:
+    # `epilogue: bulk_tensor` (Epilogue::bulk_tensor): a C tensor map, so C's rows 16-byte aligned
+    return p.get("epilogue", "registers") == "bulk_tensor"
 
 
 def _parked_bytes(p: dict) -> int:
@@ -368,7 +374,7 @@ def name(p: dict) -> str:
     if _epilogue_last(p):
         base += "_el"
     if _epilogue_bulk(p):
-        base += "_eb"
+        base += "_ebt" if _tensor_stores(p) else "_eb"
     if _staged(p):
         ops = _staged_ops(p)
         return base + "_staged" + ("" if ops == "AB" else ops)
@@ -386,6 +392,8 @@ def applicable(p: dict, problem) -> bool:
         if not refused or _staged_ops(p) not in ("AB", refused):
             return False
     elif refused:
+        return False
+    if _tensor_stores(p) and problem.N % 8:   # the C tensor map's rows
         return False
     # A 64-row tile serves any M (TMA zero-fills the rows past it, which cost no DRAM reads): the skinny
     # problems, bound by streaming B, where the ring keeps a whole SM's loads in flight.
@@ -441,6 +449,8 @@ def spec_text(p: dict) -> str:
         # sharing A, each CTA of the cluster loads (and multicasts) its share of the tile's rows
         f"tensor_map: A, box=({p['bm'] // (_cluster(p) if _multicast(p) == 'A' else 1)}, {BK}), swizzle=128{staged['A']}",
         f"tensor_map: B, box=(64, 64), swizzle=128{staged['B']}",
+        # the tensor stores of C: one 16-row x 64-column box of a warp's parked rows a store
+        *(["tensor_map: C, box=(16, 64), swizzle=128"] if _tensor_stores(p) else []),
         "@*/",
     ])
 
@@ -471,7 +481,8 @@ def template_args(p: dict) -> str:
     EPILOGUE, LOADER, then SPLITK where it splits, SPLITK, STREAMK for stream-K, SPLITK, STREAMK,
     CTAS_PER_SM for two CTAs an SM and SPLITK, STREAMK, CTAS_PER_SM, MULTICAST for clusters sharing A
     (the layout comes from -DHGEMM_LAYOUT_TN)."""
-    epilogue = {"smem": "Epilogue::smem", "last": "Epilogue::last_parked", "bulk": "Epilogue::bulk"}.get(
+    epilogue = {"smem": "Epilogue::smem", "last": "Epilogue::last_parked", "bulk": "Epilogue::bulk",
+                "bulk_tensor": "Epilogue::bulk_tensor"}.get(
         p.get("epilogue"), "Epilogue::registers")
     loader = f"Loader::staged_{_staged_ops(p).lower()}" if _staged(p) else "Loader::tma"
     split = f", {_split(p)}" if _split(p) > 1 else ""
@@ -487,6 +498,7 @@ def template_args(p: dict) -> str:
 
 def render(p: dict) -> str:
     ctas = _cluster(p) * _split(p)
+    c_param, c_arg = (", const __grid_constant__ CUtensorMap tmap_c", ", &tmap_c") if _tensor_stores(p) else ("", "")
     cluster = f"__cluster_dims__({ctas}, 1, 1) " if ctas > 1 else ""
     return f"""#include <hgemm/wgmma_gemm.cuh>
 
@@ -495,8 +507,8 @@ def render(p: dict) -> str:
 extern "C" __global__ {cluster}void __launch_bounds__({_threads(p)}, {_ctas_per_sm(p)})
 {name(p)}(const __half* __restrict__ A, const __half* __restrict__ B, __half* __restrict__ C,
     int M, int N, int K, int batch, void* workspace,
-    const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b) {{
+    const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b{c_param}) {{
   using namespace hgemm::sm90;
-  wgmma_gemm<{template_args(p)}>({{A, B, C, M, N, K, batch, workspace, &tmap_a, &tmap_b}});
+  wgmma_gemm<{template_args(p)}>({{A, B, C, M, N, K, batch, workspace, &tmap_a, &tmap_b{c_arg}}});
 }}
 """

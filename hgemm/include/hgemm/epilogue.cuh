@@ -12,8 +12,11 @@
 //                 the tile (16 of each m64 atom), so it parks its own rows and copies each to C with
 //                 one cp.async.bulk (shared -> global, the copy engine's, not the SM's, loads and
 //                 stores); it waits only for its own previous copies to have read the buffer.
+//   tma_store_rows   the same, each warp's rows parked as 16 x 64 swizzled boxes and stored by TMA tensor
+//                 stores through a C tensor map: one store a box where bulk_store_rows takes one a row.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
 
@@ -116,6 +119,57 @@ __device__ __forceinline__ void bulk_store_rows(const float (&acc)[MT][BN / 2], 
     if (row < M && tc.n0 < N) {   // a cluster's last peer may lie wholly past M or N: nothing to store
       __half* dst = C + static_cast<long long>(tc.b) * M * N + static_cast<long long>(row) * N + tc.n0;
       bulk_copy_to_global(dst, cbuf + r * C_PITCH, min(BN, N - tc.n0) * 2);
+    }
+    bulk_commit();
+  }
+}
+
+// ---------------------------------------------------------------- through shared memory, by TMA tensor stores
+// `cp.async.bulk.tensor` of one 16 x 64 box of a 128B-swizzled parked tile to C at (col, row, batch) of
+// the C tensor map (box=(16, 64), swizzle=128): TMA writes only the box's elements inside C's M and N.
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, uint32_t src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n"
+               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+
+// A consumer warp's rows of tile tc to C by TMA tensor stores. The warp's rows prow0 + 64 * mt + 0..15
+// are parked as BN / 64 boxes of 16 rows x 128 bytes, 128B-swizzled (16-byte chunk c of row r at chunk
+// c ^ (r % 8): a warp instruction's 8 rows x 4 lanes fall in 32 distinct banks), the box of row group g
+// (16 rows) and column box j at cbuf + (g * BN / 64 + j) * 2048; lane 0 then stores each box with one
+// tensor store, where the per-row bulk copies (bulk_store_rows) take one copy a row. Needs the buffer
+// 1024-byte aligned and BM * BN * 2 bytes, C's rows 16-byte aligned (the tensor map's). The caller waits
+// (bulk_wait_read<0>, lane 0) before the CTA exits.
+template <int MT, int BN>
+__device__ __forceinline__ void tma_store_rows(const float (&acc)[MT][BN / 2], uint32_t cbuf, const CUtensorMap* tmap_c,
+                                               const TileCoord& tc, int prow0, int M, int N, int lane) {
+  constexpr int NBOX = BN / 64;
+  if (lane == 0) bulk_wait_read<0>();   // the warp's previous tile's stores have read their boxes
+  __syncwarp();
+  const int r = lane >> 2;              // the lane's row within 8, its 4 bytes at (lane & 3) * 4 of a chunk
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const uint32_t group = cbuf + ((prow0 + 64 * mt) / 16) * NBOX * 2048;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const __half2 v = __floats2half2_rn(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
+        const uint32_t row = r + 8 * h;
+        sts32(group + (j / 8) * 2048 + row * 128 + (((j % 8) ^ r) << 4) + (lane & 3) * 4,
+              *reinterpret_cast<const uint32_t*>(&v));
+      }
+  }
+  fence_proxy_async_smem();
+  __syncwarp();
+  if (lane == 0) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      const int row0 = tc.m0 + prow0 + 64 * mt;
+      if (row0 >= M) continue;          // a cluster's or the last tile row's rows wholly past M
+#pragma unroll
+      for (int j = 0; j < NBOX; ++j)
+        if (tc.n0 + 64 * j < N)
+          tma_store_3d(tmap_c, cbuf + (((prow0 + 64 * mt) / 16) * NBOX + j) * 2048, tc.n0 + 64 * j, row0, tc.b);
     }
     bulk_commit();
   }

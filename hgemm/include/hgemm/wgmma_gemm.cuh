@@ -32,6 +32,9 @@
 //             copies them to C with cp.async.bulk (epilogue.cuh's bulk_store_rows), then starts the next
 //             tile: no hand-over to storer warps and no global stores for C from the SM's threads. Where C's rows
 //             are not 16-byte aligned (N % 8 != 0) it stores from registers. No split-K or stream-K.
+//             Epilogue::bulk_tensor: the same, the rows parked as swizzled 16 x 64 boxes and stored with one
+//             TMA tensor store a box through a C tensor map (tma_store_rows; the spec's `tensor_map: C,
+//             box=(16, 64), swizzle=128`, which needs C's rows 16-byte aligned).
 //   LOADER    Loader::tma: TMA from the operands (16-byte row pitches); Loader::staged_ab / staged_a /
 //             staged_b: the grid first copies both, A only or B only into row-padded copies in the
 //             workspace, and TMA reads those (staged_loader.cuh; the spec's `staged=1` maps).
@@ -82,7 +85,7 @@
 namespace hgemm {
 namespace sm90 {
 
-enum class Epilogue { registers, smem, last_parked, bulk };
+enum class Epilogue { registers, smem, last_parked, bulk, bulk_tensor };
 enum class Loader { tma, staged_ab, staged_a, staged_b };
 enum class Multicast { b, a };
 
@@ -95,6 +98,7 @@ struct WgmmaArgs {
   void* workspace;
   const CUtensorMap* tmap_a;
   const CUtensorMap* tmap_b;
+  const CUtensorMap* tmap_c;   // Epilogue::bulk_tensor's; null for the others
 };
 
 // The compile-time shape of one instantiation: what the kernel and its launch spec must agree on.
@@ -107,7 +111,8 @@ struct WgmmaShape {
   static constexpr int B_BOXES = BN / 64;          // B stage: BN / 64 boxes of 64 x 64 fp16
   static constexpr int STAGE_BYTES = A_BYTES + B_BOXES * kBoxBytes;
   static constexpr int kParkedBytes =
-      EPILOGUE == Epilogue::smem || EPILOGUE == Epilogue::bulk ? ParkedTile<BM, BN>::kBytes : 0;
+      EPILOGUE == Epilogue::smem || EPILOGUE == Epilogue::bulk || EPILOGUE == Epilogue::bulk_tensor
+          ? ParkedTile<BM, BN>::kBytes : 0;
   using SplitK = ClusterSplitK<MT, BN, SPLITK, 128 * CONSUMERS>;
   // + 1024: the kernel rounds the dynamic smem base up to the 1024-byte swizzle-pattern boundary
   static constexpr int kSmemBytes = STAGES * STAGE_BYTES + kParkedBytes + SplitK::kBytes + 1024;
@@ -126,6 +131,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   constexpr bool kParked = EPILOGUE == Epilogue::smem;
   constexpr bool kLastParked = EPILOGUE == Epilogue::last_parked;
   constexpr bool kBulk = EPILOGUE == Epilogue::bulk;
+  constexpr bool kBulkTensor = EPILOGUE == Epilogue::bulk_tensor;
   constexpr bool kStorers = kParked || kLastParked;   // the producer warpgroup's warps 1-3 store parked tiles
   // the named barrier of every consumer thread before the last tile is parked (0 is __syncthreads'; stream-K,
   // which never parks in the ring, takes 1 + its warpgroup)
@@ -133,7 +139,8 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
   static_assert(!kLastParked || (CLUSTER == 1 && SPLITK == 1 && STREAMK == 0),
                 "the last tile parked in the ring: no clusters (a peer may still fill it), split-K or stream-K");
   static_assert(!kLastParked || STAGES * STAGE_BYTES >= ParkedTile<BM, BN>::kBytes, "the ring holds the parked tile");
-  static_assert(!kBulk || (SPLITK == 1 && STREAMK == 0), "the bulk-copy epilogue: whole tiles, no split-K or stream-K");
+  static_assert(!(kBulk || kBulkTensor) || (SPLITK == 1 && STREAMK == 0),
+                "the bulk-copy epilogues: whole tiles, no split-K or stream-K");
   static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
   static_assert(SPLITK == 1 || (CLUSTER == 1 && !kParked), "cluster split-K: no multicast, the register epilogue");
   static_assert(STREAMK == 0 || (CLUSTER == 1 && SPLITK == 1), "stream-K: no cluster");
@@ -191,6 +198,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
     if (threadIdx.x == 0) {
       tma_prefetch(args.tmap_a);
       tma_prefetch(args.tmap_b);
+      if constexpr (kBulkTensor) tma_prefetch(args.tmap_c);
       RingPos<STAGES> pos;
       // `count` k tiles of tile tc from k tile `first` into the ring
       auto load = [&](const TileCoord& tc, int first, int count) {
@@ -323,6 +331,8 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         c_phase ^= 1u;
       } else if (kBulk && N % 8 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0) {   // rows 16-byte aligned
         bulk_store_rows<MT, BN>(acc, cbuf, C, tc, cw * WM + warp * 16, M, N, lane);
+      } else if constexpr (kBulkTensor) {   // the C tensor map exists only for 16-byte aligned rows
+        tma_store_rows<MT, BN>(acc, cbuf, args.tmap_c, tc, cw * WM + warp * 16, M, N, lane);
       } else {
         const bool rows_aligned = N % 2 == 0 && reinterpret_cast<uintptr_t>(C) % 4 == 0;   // the same for all
         if constexpr (SPLITK > 1) SplitK::store(acc, C, tc, cw * WM, M, N, warp, lane, rank);
@@ -375,7 +385,7 @@ __device__ __forceinline__ void wgmma_gemm(const WgmmaArgs& args) {
         }
         epilogue(tc, tile + tiles.step >= tiles.total);
       }
-      if constexpr (kBulk) bulk_wait_read<0>();   // the last copies have read the buffer before it is freed
+      if constexpr (kBulk || kBulkTensor) bulk_wait_read<0>();   // the last copies have read the buffer before it is freed
     }
   }
   if constexpr (kClustered) cluster_sync();   // no CTA leaves while a peer may still arrive on its barriers

@@ -44,8 +44,8 @@ from .entry import SEARCH_TIMERS, EvalOptions
 from .library import Choice, Library, runs_on
 from .problem import Problem
 from .spin import ATTEMPTS, first_spin_ns, next_batch
-from .tune import (EPILOGUE_SIBLINGS, SMALL_TILE_SIBLINGS, STREAMK_SIBLINGS, cost_ranking, epilogue_siblings,
-                   family_firsts, small_tile_siblings, streamk_siblings)
+from .tune import (EPILOGUE_SIBLINGS, SMALL_TILE_SIBLINGS, STREAMK_SIBLINGS, TENSOR_STORE_SIBLINGS, cost_ranking,
+                   epilogue_siblings, family_firsts, small_tile_siblings, streamk_siblings, tensor_store_siblings)
 from .verify import check_output, random_tensor
 
 SAMPLED_ROWS = 64  # rows of C checked against the float64 product, each whole
@@ -72,8 +72,8 @@ def candidates(library: Library, problem: Problem, first: Choice, top: int) -> l
     whole-tile, where stream-K applies (hgemm.tune.streamk_siblings: the cost model ranks only the
     kernels its tunes timed, which may hold no stream-K kernel), and on small outputs the first mma.sync
     kernel among them at the 32 x 32 tile (hgemm.tune.small_tile_siblings), and the first two-consumer
-    wgmma kernels with the other of the parked and bulk-copy epilogues (hgemm.tune.epilogue_siblings);
-    last, the cost model's first kernel of each family that applies and has none searched so far
+    wgmma kernels with the other of the parked and bulk-copy epilogues (hgemm.tune.epilogue_siblings) and
+    with the TMA tensor stores of C (hgemm.tune.tensor_store_siblings); last, the cost model's first kernel of each family that applies and has none searched so far
     (hgemm.tune.family_firsts)."""
     out = [first]
     ranked = cost_ranking(problem, library)
@@ -86,6 +86,7 @@ def candidates(library: Library, problem: Problem, first: Choice, top: int) -> l
     for siblings, count in ((streamk_siblings(names, problem), STREAMK_SIBLINGS),
                             (small_tile_siblings(names, problem), SMALL_TILE_SIBLINGS),
                             (epilogue_siblings(names, problem), EPILOGUE_SIBLINGS),
+                            (tensor_store_siblings(names, problem), TENSOR_STORE_SIBLINGS),
                             (family_firsts(ranked, names), len(ranked))):
         # (a kernel may be the sibling of two kinds: the parked twin of a bulk kernel is a stream-K
         # kernel's whole tile too)

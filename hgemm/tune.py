@@ -78,6 +78,10 @@ SMALL_TILE_SIBLINGS = 1
 # forms on the 16 shapes where they won, and the cost model then ranked six of them among its first 8 on
 # 7639 x 4023 x 1728 TN, leaving out the parked 128 x 256 that is fastest there (benchmarks/torch_compile/).
 EPILOGUE_SIBLINGS = 2
+# ... and its first two-consumer wgmma kernels with the TMA tensor stores of C as well
+# (kernels_corpus.families.wgmma.tensor_twin): 1.10-1.24x the bulk copies on short-K shapes and 1.02-1.07x
+# on one-wave ones, tile by tile (benchmarks/short_k_stores/), and no tune had timed them to rank them by.
+TENSOR_STORE_SIBLINGS = 2
 SMALL_OUTPUT = 1 << 18   # output elements (M * N * batch) up to which the 32 x 32 sibling is timed
 ALL_TILES = 1000  # more tile shapes than any family has: every one that applies
 DEFAULT_TOP = 8  # cost_shortlist: the variants a shape times when the cost model ranks them
@@ -170,9 +174,10 @@ def shortlist(problem: Problem, tiles_per_family: int = DEFAULT_TILES, stages_pe
         for p in fam.variants():
             if not (fam.applicable(p, problem) and _layout_ok(fam.render(p), problem.layout)):
                 continue
-            # a bulk-copy epilogue counts as the same tile as its parked twin (wgmma.epilogue_twin): the
-            # estimate ties the two, so a tile's kernels are both forms at its deepest rings
-            key = dict(p, epilogue="smem") if p.get("epilogue") == "bulk" else p
+            # a bulk-copy or tensor-store epilogue counts as the same tile as its parked twin
+            # (wgmma.epilogue_twin, wgmma.tensor_twin): the estimate ties them, so a tile's kernels are
+            # every form at its deepest rings
+            key = dict(p, epilogue="smem") if p.get("epilogue") in ("bulk", "bulk_tensor") else p
             tile = tuple(sorted((k, v) for k, v in key.items() if k not in DEPTH))
             by_tile.setdefault(tile, []).append(p)
         ranked = sorted(by_tile.values(), key=lambda ps: estimate(ps[0], problem))
@@ -231,6 +236,13 @@ def epilogue_siblings(names: list[str], problem: Problem) -> list[tuple[str, str
     `names`, in their order, where it applies, in the problem's layout and not named already. A caller
     times the first EPILOGUE_SIBLINGS of them."""
     return _siblings(names, problem, wgmma, wgmma.epilogue_twin)
+
+
+def tensor_store_siblings(names: list[str], problem: Problem) -> list[tuple[str, str]]:
+    """(name, text) of the tensor-store twin of each two-consumer wgmma kernel among `names` with the
+    parked or the bulk-copy epilogue, in their order, where it applies (C's rows 16-byte aligned), in
+    the problem's layout and not named already. A caller times the first TENSOR_STORE_SIBLINGS."""
+    return _siblings(names, problem, wgmma, wgmma.tensor_twin)
 
 
 def _siblings(names: list[str], problem: Problem, fam, sibling) -> list[tuple[str, str]]:

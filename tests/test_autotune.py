@@ -19,7 +19,7 @@ from hgemm.problem import Problem, load_grid
 from hgemm.shortlist_eval import evaluate
 from hgemm.cost import family
 from hgemm.tune import (ALL_TILES, DEFAULT_TOP, STREAMK_SIBLINGS, cost_ranking, cost_shortlist, epilogue_siblings,
-                        family_firsts, shortlist, streamk_siblings)
+                        family_firsts, shortlist, streamk_siblings, tensor_store_siblings)
 
 # the library scripts/gpu_search_headroom.sh timed beside its search: configs/gpu-rl.yaml's tune.reuse
 PIPELINE_TUNES = [ROOT / f for f in yaml.safe_load((ROOT / "configs/gpu-rl.yaml").read_text())["tune"]["reuse"]]
@@ -94,7 +94,7 @@ def test_the_search_times_its_first_wgmma_tiles_in_their_other_form(pipeline_lib
         n = next(i for i, c in enumerate(found) if c.name not in ranked)
         # (on small outputs an mma.sync one too; other-epilogue twins: the next test)
         ranked_names = [c.name for c in found[:n]]
-        twins = ({name for name, _ in epilogue_siblings(ranked_names, p)}
+        twins = ({name for name, _ in epilogue_siblings(ranked_names, p) + tensor_store_siblings(ranked_names, p)}
                  - {name for name, _ in streamk_siblings(ranked_names, p)})
         added = [c for c in found[n:] if c.name.startswith("wgmma_") and c.name not in twins]
         before = found[:n]
@@ -108,6 +108,28 @@ def test_the_search_times_its_first_wgmma_tiles_in_their_other_form(pipeline_lib
     for p in (Problem(4096, 4096, 448), Problem(1000, 3000, 256)):   # K of 7 and 4 k tiles: no two shares of 4
         found = autotune.candidates(lib, p, lib.lookup(p), lib.autotune)
         assert found and not any("_stk" in c.name for c in found)
+
+
+def test_the_search_times_its_first_two_consumer_tiles_with_the_tensor_stores_too(pipeline_library):
+    """After the ranked kernels the search adds the tensor-store twin of its first two-consumer wgmma
+    kernels with the parked or bulk-copy epilogue (hgemm.tune.tensor_store_siblings, at most
+    TENSOR_STORE_SIBLINGS, each the twin of a kernel it searches), which no tune timed for the cost model
+    to rank; none where C's rows are not 16-byte aligned (the C tensor map's)."""
+    from kernels_corpus.families import wgmma
+
+    from hgemm.tune import TENSOR_STORE_SIBLINGS
+
+    lib = pipeline_library
+    for p, expect in ((Problem(1419, 14848, 64), True), (Problem(2048, 2048, 2048), True),
+                      (Problem(2944, 12288, 64, 1, "TN"), True), (Problem(1664, 1569, 512, 1, "TN"), False)):
+        first = lib.lookup(p)
+        found = autotune.candidates(lib, p, first, lib.autotune)
+        names = [c.name for c in found]
+        ebt = [n for n in names if n.endswith("_ebt") or "_ebt_" in n]
+        assert bool(ebt) == expect and len(ebt) <= TENSOR_STORE_SIBLINGS, names
+        params = [q for n in names if (q := kernel_params(n)) and "consumers" in q]
+        twins = {wgmma.name(t) for q in params if (t := wgmma.tensor_twin(q))}
+        assert set(ebt) <= twins and all(runs_on(c.candidate, p) for c in found if c.name in ebt)
 
 
 def test_the_search_times_its_first_two_consumer_tiles_with_both_the_parked_and_bulk_copy_epilogues(pipeline_library):

@@ -1047,8 +1047,10 @@ def test_wgmma_spec_and_applicability():
         assert spec.layouts == ("NN", "TN")
         # staged: TMA from padded copies in the workspace, of both operands or of one
         ops = p.get("stage", "AB") if p.get("loader") == "staged" else ""
+        # and, for the tensor stores of C, C's (never staged)
+        c_map = [("C", (16, 64), 128, False)] if p.get("epilogue") == "bulk_tensor" else []
         assert [(t.operand, t.box, t.swizzle, t.staged) for t in spec.tensor_maps] == [
-            ("A", (p["bm"], 64), 128, "A" in ops), ("B", (64, 64), 128, "B" in ops)]
+            ("A", (p["bm"], 64), 128, "A" in ops), ("B", (64, 64), 128, "B" in ops)] + c_map
         x = p.get("ctas_per_sm", 1)   # CTAs of the persistent grid an SM
         assert spec.block[0] == 128 * (1 + p["consumers"])
         assert f"__launch_bounds__({spec.block[0]}, {x})" in text
@@ -1119,8 +1121,9 @@ def test_wgmma_spec_and_applicability():
     both = [p for p in staged if p["stage"] == "AB"]
     for fed in both:
         assert wgmma.applicable(fed, Problem(4096, 4096, 4095))          # exactly the shapes TMA refuses
-        assert wgmma.applicable(fed, Problem(4095, 4095, 4095))
-        assert wgmma.applicable(fed, Problem(4096, 4095, 4096))
+        # (the tensor stores of C need its rows 16-byte aligned: N % 8 == 0)
+        assert wgmma.applicable(fed, Problem(4095, 4095, 4095)) != (fed.get("epilogue") == "bulk_tensor")
+        assert wgmma.applicable(fed, Problem(4096, 4095, 4096)) != (fed.get("epilogue") == "bulk_tensor")
         assert not wgmma.applicable(fed, Problem(4096, 4096, 4096))      # TMA is legal: the plain kernel
         assert not wgmma.applicable(fed, Problem(4096, 4095, 4096, layout="TN"))
         assert not wgmma.applicable(fed, Problem(16, 4096, 4095))        # skinny
@@ -1277,6 +1280,27 @@ def test_wgmma_every_two_consumer_parked_variant_has_its_bulk_copy_twin_and_no_o
     assert {(p["bm"], p["bn"]) for p in bulk} == {(128, 256), (256, 128), (128, 192), (128, 128)}
     assert wgmma.epilogue_twin(dict(bm=128, bn=128, consumers=1, stages=5, group_m=8, epilogue="smem")) is None
     assert wgmma.epilogue_twin(dict(bm=128, bn=128, consumers=2, stages=5, group_m=8)) is None   # registers
+
+
+def test_wgmma_every_two_consumer_parked_or_bulk_variant_has_its_tensor_store_twin():
+    """`epilogue: bulk_tensor` is listed exactly as the tensor_twin of each two-consumer variant with the
+    bulk copies (and so of its parked twin) but those that copy B alone (NN with N % 8 != 0, where C's rows
+    are misaligned too), with the C tensor map its stores go through, and applies only where C's rows are
+    16-byte aligned."""
+    variants = wgmma.variants()
+    tensor = [p for p in variants if p.get("epilogue") == "bulk_tensor"]
+    bulk = [p for p in variants if p.get("epilogue") == "bulk"]
+    assert [wgmma.name(p) for p in bulk if not wgmma.tensor_twin(p)] == [
+        "wgmma_128x256x64_c2_s3_g8_eb_stagedB", "wgmma_256x128x64_c2_s3_g8_eb_stagedB"]
+    assert sorted(map(wgmma.name, tensor)) == sorted(wgmma.name(t) for p in bulk if (t := wgmma.tensor_twin(p)))
+    assert len(tensor) >= 12
+    assert all(wgmma.tensor_twin(wgmma.epilogue_twin(p)) == wgmma.tensor_twin(p) for p in bulk)
+    assert wgmma.tensor_twin(tensor[0]) is None
+    assert wgmma.tensor_twin(dict(bm=128, bn=128, consumers=1, stages=5, group_m=8, epilogue="smem")) is None
+    p = next(p for p in tensor if wgmma.name(p) == "wgmma_128x256x64_c2_s3_g8_ebt")
+    spec = parse_candidate(wgmma.render(p)).spec
+    assert spec.tensor_maps[2].render() == "tensor_map: C, box=(16, 64), swizzle=128"
+    assert wgmma.applicable(p, Problem(1419, 14848, 64)) and not wgmma.applicable(p, Problem(1419, 14847, 64, 1, "TN"))
 
 
 def _assert_wgmma_compiles_clean(p, tmp_path) -> None:

@@ -157,7 +157,8 @@ def test_wgmma_tensor_store_epilogue_verifies_on_edge_shapes(layout):
     """`epilogue: bulk_tensor` (C by TMA tensor stores of swizzled 16 x 64 boxes) on the short-K
     experiment's tiles (benchmarks/short_k_stores/) and in a cluster sharing either operand: CTAs of one
     tile and of many (a warp's boxes reused once its stores have read them), ragged tiles (boxes TMA clips
-    at M and N, row groups wholly past M skipped), batch, and a K of one k tile."""
+    at M and N, row groups wholly past M skipped), batch, and a K of one k tile; and every variant of the
+    family with them (its rings, the clustered and the staged forms) on the same shapes."""
     from benchmarks.short_k_stores import make_kernels as short_k_stores
     from hgemm.candidate import parse_candidate
     from hgemm.library import tma_compatible
@@ -165,10 +166,14 @@ def test_wgmma_tensor_store_epilogue_verifies_on_edge_shapes(layout):
 
     variants = [p for p in short_k_stores.variants() if p.get("epilogue") == "bulk_tensor"]
     variants += [dict(variants[0], cluster=2), dict(variants[0], cluster=2, multicast="A")]
-    assert len(variants) >= 5 and all(wgmma._valid(p) for p in variants)
+    # and the family's own: every ring, the clustered and the staged forms (one operand copied or both)
+    variants += [p for p in wgmma.variants() if p.get("epilogue") == "bulk_tensor" and p not in variants]
+    assert len(variants) >= 16 and all(wgmma._valid(p) for p in variants)
+    # (1025 x 1024 x 513 and 1000 x 1000 x 201: the staged forms' odd K, C's rows aligned)
     shapes = [Problem(p.M, p.N, p.K, p.batch, layout)
               for p in EDGE + TMA_EDGE + [Problem(1000, 1000, 200, 5), Problem(1419, 1480, 64), Problem(130, 4104, 264),
-                                          Problem(40, 520, 264), Problem(2048, 2048, 2048)]]
+                                          Problem(40, 520, 264), Problem(2048, 2048, 2048), Problem(1025, 1024, 513),
+                                          Problem(1000, 1000, 201, 3)]]
     problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]
     assert all(problems) and not failures_on_own_shapes(wgmma, variants, problems)
 

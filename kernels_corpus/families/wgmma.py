@@ -84,6 +84,11 @@ CLUSTERED = [(128, 256, 2)]
 # with one cp.async.bulk, no hand-over to the producer's warps. Every two-consumer tile has it beside the
 # parked form at the same ring (epilogue_twin); one-consumer tiles lose with it (0.72-1.08x: a warp's
 # copies issue one lane at a time on the only consumer's path; benchmarks/bulk_store/).
+# The TMA tensor stores (`epilogue: bulk_tensor`): the same parked rows as 16 x 64 swizzled boxes, one
+# store a box through a C tensor map, where the bulk copies take one a row. On every two-consumer tile
+# they ran 1.10-1.24x the bulk copies on four short-K shapes and 1.02-1.07x on 2048³ and b4 1024³
+# (benchmarks/short_k_stores/): each such tile has them as a third epilogue (tensor_twin), where C's
+# rows are 16-byte aligned.
 BOTH_EPILOGUES = [(128, 128, 2)]
 # Split-K across a cluster (`split_k: 2 | 4 | 8`, hgemm/cluster_splitk.cuh): SPLITK CTAs compute one tile over
 # shares of K and reduce-scatter their fp32 accumulators through distributed shared memory, so a problem
@@ -220,18 +225,21 @@ def _valid(p: dict) -> bool:
         and (_split(p) == 1 or (_cluster(p) == 1 and not _epilogue_smem(p)))
         and (not _streamk(p) or (_split(p) == 1 and _cluster(p) == 1))
         and (not _epilogue_bulk(p) or (_split(p) == 1 and not _streamk(p)))
+        # B alone is copied where its rows are N long and refused (NN, N % 8 != 0): C's then are too
+        and not (_tensor_stores(p) and _staged_ops(p) == "B")
         and (not _epilogue_last(p) or (_whole_tiles(p) and ctas == 1 and p["stages"] * _stage_bytes(p) >= _parked_bytes(p)))
     )
 
 
 def _epilogues(p: dict) -> list[dict]:
     """p with each epilogue its tile takes: the smem one (first: ties in the tune's shortlist go to the
-    earlier), for BOTH_EPILOGUES the register one as well, and with two consumers the bulk-copy one."""
+    earlier), for BOTH_EPILOGUES the register one as well, and with two consumers the bulk copies and the
+    tensor stores."""
     out = [dict(p, epilogue="smem")]
     if (p["bm"], p["bn"], p["consumers"]) in BOTH_EPILOGUES:
         out.append(dict(p))
     if p["consumers"] == 2:
-        out.append(dict(p, epilogue="bulk"))
+        out += [dict(p, epilogue="bulk"), dict(p, epilogue="bulk_tensor")]
     return out
 
 
@@ -243,6 +251,17 @@ def epilogue_twin(p: dict) -> dict | None:
     if p["consumers"] != 2 or p.get("epilogue") not in ("smem", "bulk"):
         return None
     twin = dict(p, epilogue="bulk" if _epilogue_smem(p) else "smem")
+    return twin if _valid(twin) else None
+
+
+def tensor_twin(p: dict) -> dict | None:
+    """The tensor-store form (`epilogue: bulk_tensor`) of a two-consumer variant with the parked or the
+    bulk-copy epilogue (same tile, ring, cluster and loader); None for any other. The cost model ranks
+    only what its tunes timed, so the first-call search times it beside its first such kernels
+    (hgemm.tune.tensor_store_siblings)."""
+    if p["consumers"] != 2 or p.get("epilogue") not in ("smem", "bulk"):
+        return None
+    twin = dict(p, epilogue="bulk_tensor")
     return twin if _valid(twin) else None
 
 

@@ -73,8 +73,8 @@ def candidates(library: Library, problem: Problem, first: Choice, top: int) -> l
     kernels its tunes timed, which may hold no stream-K kernel), and on small outputs the first mma.sync
     kernel among them at the 32 x 32 tile (hgemm.tune.small_tile_siblings), and the first two-consumer
     wgmma kernels with the other of the parked and bulk-copy epilogues (hgemm.tune.epilogue_siblings) and
-    with the TMA tensor stores of C (hgemm.tune.tensor_store_siblings); last, the cost model's first kernel of each family that applies and has none searched so far
-    (hgemm.tune.family_firsts)."""
+    with the TMA tensor stores of C (hgemm.tune.tensor_store_siblings); last, the cost model's first
+    kernel of each family that applies and has none searched so far (hgemm.tune.family_firsts)."""
     out = [first]
     ranked = cost_ranking(problem, library)
     for name, text in ranked[:top]:

@@ -11,8 +11,9 @@ column by column). Warpgroup 0 produces: one thread issues TMA loads into a STAG
 Options: `cluster: 2` (clusters of two CTAs on vertically adjacent tiles, B multicast into both; with
 `multicast: A`, on horizontally adjacent tiles, A multicast into both),
 `epilogue: smem` (finished tiles parked in shared memory and stored by the producer warpgroup's idle
-warps), `epilogue: bulk` (each consumer warp parks its own rows and copies them to C with cp.async.bulk)
-or the register epilogue, `split_k: 2 | 4 | 8` (clusters of that many CTAs on one tile, each over a
+warps), `epilogue: bulk` (each consumer warp parks its own rows and copies them to C with cp.async.bulk),
+`epilogue: bulk_tensor` (the same rows stored by TMA tensor stores through a C tensor map) or the register
+epilogue, `split_k: 2 | 4 | 8` (clusters of that many CTAs on one tile, each over a
 share of K, reducing through distributed shared memory), `streamk: 8` (the tiles past the last whole wave
 shared out over the grid by k tile, each split over at most that many CTAs, reducing through the
 workspace), `ctas_per_sm: 2` (a grid of two CTAs an SM, for the one-consumer tiles that fit twice), and

@@ -179,6 +179,23 @@ def test_wgmma_tensor_store_epilogue_verifies_on_edge_shapes(layout):
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_wgmma_tensor_stores_on_one_consumer_tiles_verify_on_edge_shapes(layout):
+    """`epilogue: bulk_tensor` on the one-consumer tiles of benchmarks/one_consumer_stores/ (two m64 atoms a
+    warp on 128-row tiles, one on 64-row ones, two CTAs an SM): the edge shapes, ragged tiles and batch."""
+    from benchmarks.one_consumer_stores import make_kernels as one_consumer
+    from hgemm.candidate import parse_candidate
+    from hgemm.library import tma_compatible
+    from kernels_corpus.families import wgmma
+
+    variants = [p for p in one_consumer.variants() if p["epilogue"] == "bulk_tensor"]
+    assert len(variants) == 7 and all(wgmma._valid(p) for p in variants)
+    shapes = [Problem(p.M, p.N, p.K, p.batch, layout)
+              for p in EDGE + TMA_EDGE + [Problem(1000, 1000, 200, 5), Problem(413, 920, 960), Problem(40, 520, 264)]]
+    problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]
+    assert all(problems) and not failures_on_own_shapes(wgmma, variants, problems)
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN"])
 def test_wgmma_bulk_copy_epilogue_verifies_on_edge_shapes(layout):
     """`epilogue: bulk` on every tile of benchmarks/bulk_store/ (one CTA an SM and two), every variant of
     the family (clusters sharing B, staged copies of A, B or both) and a cluster sharing A: CTAs of one

@@ -142,6 +142,7 @@ def main(argv=None) -> int:
         params = kernel_params(name)
         twin = [wgmma.name(wgmma.whole_tile(params))] if params and params.get("streamk") else []
         for kname in [name] + twin:
+            label = Path(kname).stem   # a candidate file's kernel by its name
             C = torch.full(problem.c_shape, float("nan"), dtype=torch.float16, device="cuda")
             if kname == "torch":
                 b = B.transpose(-1, -2) if problem.layout == "TN" else B
@@ -170,10 +171,10 @@ def main(argv=None) -> int:
                     torch.cuda.synchronize()
                     torch.cuda.profiler.stop()
                     continue
-                row = {"shape": shape, "kernel": Path(kname).stem, "grid": g, "verified": ok,
+                row = {"shape": shape, "kernel": label, "grid": g, "verified": ok,
                        "warm_us": time_us(run, None), "cold_us": time_us(run, flush)}
                 rows.append(row)
-                print(f"{shape:>18} {Path(kname).stem:>40} grid {g:>4} {'ok' if ok else 'WRONG'} "
+                print(f"{shape:>18} {label:>40} grid {g:>4} {'ok' if ok else 'WRONG'} "
                       f"warm {row['warm_us']:9.1f} us  cold {row['cold_us']:9.1f} us", flush=True)
     if args.out and rows:
         with open(args.out, "w") as f:

@@ -249,10 +249,7 @@ def epilogue_twin(p: dict) -> dict | None:
     cluster and loader); None for any other. The bulk copies ran 1.04-1.18x the parked epilogue on
     one-wave grids and 0.96-1.10x on many (benchmarks/bulk_store/), which no term of the estimate or the
     cost model tells apart: the tune's shortlist and the first-call search time both."""
-    if p["consumers"] != 2 or p.get("epilogue") not in ("smem", "bulk"):
-        return None
-    twin = dict(p, epilogue="bulk" if _epilogue_smem(p) else "smem")
-    return twin if _valid(twin) else None
+    return _two_consumer_form(p, "bulk" if _epilogue_smem(p) else "smem")
 
 
 def tensor_twin(p: dict) -> dict | None:
@@ -260,9 +257,14 @@ def tensor_twin(p: dict) -> dict | None:
     bulk-copy epilogue (same tile, ring, cluster and loader); None for any other. The cost model ranks
     only what its tunes timed, so the first-call search times it beside its first such kernels
     (hgemm.tune.tensor_store_siblings)."""
+    return _two_consumer_form(p, "bulk_tensor")
+
+
+def _two_consumer_form(p: dict, epilogue: str) -> dict | None:
+    # p, a two-consumer variant with the parked or the bulk-copy epilogue, with `epilogue` instead, where valid
     if p["consumers"] != 2 or p.get("epilogue") not in ("smem", "bulk"):
         return None
-    twin = dict(p, epilogue="bulk_tensor")
+    twin = dict(p, epilogue=epilogue)
     return twin if _valid(twin) else None
 
 

@@ -71,9 +71,10 @@ def candidates(library: Library, problem: Problem, first: Choice, top: int) -> l
     then the first hgemm.tune.STREAMK_SIBLINGS wgmma tiles among them in their other form, stream-K or
     whole-tile, where stream-K applies (hgemm.tune.streamk_siblings: the cost model ranks only the
     kernels its tunes timed, which may hold no stream-K kernel), and on small outputs the first mma.sync
-    kernel among them at the 32 x 32 tile (hgemm.tune.small_tile_siblings), and the first two-consumer
-    wgmma kernels with the other of the parked and bulk-copy epilogues (hgemm.tune.epilogue_siblings) and
-    with the TMA tensor stores of C (hgemm.tune.tensor_store_siblings); last, the cost model's first
+    kernel among them at the 32 x 32 tile (hgemm.tune.small_tile_siblings), the first two-consumer
+    wgmma kernels with the other of the parked and bulk-copy epilogues (hgemm.tune.epilogue_siblings), and
+    the first parked or bulk-copy wgmma kernels with the TMA tensor stores of C
+    (hgemm.tune.tensor_store_siblings); last, the cost model's first
     kernel of each family that applies and has none searched so far (hgemm.tune.family_firsts)."""
     out = [first]
     ranked = cost_ranking(problem, library)

@@ -78,9 +78,10 @@ SMALL_TILE_SIBLINGS = 1
 # forms on the 16 shapes where they won, and the cost model then ranked six of them among its first 8 on
 # 7639 x 4023 x 1728 TN, leaving out the parked 128 x 256 that is fastest there (benchmarks/torch_compile/).
 EPILOGUE_SIBLINGS = 2
-# ... and its first two-consumer wgmma kernels with the TMA tensor stores of C as well
-# (kernels_corpus.families.wgmma.tensor_twin): 1.10-1.24x the bulk copies on short-K shapes and 1.02-1.07x
-# on one-wave ones, tile by tile (benchmarks/short_k_stores/), and no tune had timed them to rank them by.
+# ... and its first wgmma kernels with the parked or the bulk-copy epilogue with the TMA tensor stores of C
+# as well (kernels_corpus.families.wgmma.tensor_twin): on two-consumer tiles 1.10-1.24x the bulk copies on
+# short-K shapes and 1.02-1.07x on one-wave ones (benchmarks/short_k_stores/), on one-consumer tiles
+# 0.99-1.19x the parked epilogue (benchmarks/one_consumer_stores/), and no tune had timed them to rank them by.
 TENSOR_STORE_SIBLINGS = 2
 SMALL_OUTPUT = 1 << 18   # output elements (M * N * batch) up to which the 32 x 32 sibling is timed
 ALL_TILES = 1000  # more tile shapes than any family has: every one that applies
@@ -239,8 +240,8 @@ def epilogue_siblings(names: list[str], problem: Problem) -> list[tuple[str, str
 
 
 def tensor_store_siblings(names: list[str], problem: Problem) -> list[tuple[str, str]]:
-    """(name, text) of the tensor-store twin of each two-consumer wgmma kernel among `names` with the
-    parked or the bulk-copy epilogue, in their order, where it applies (C's rows 16-byte aligned), in
+    """(name, text) of the tensor-store twin of each wgmma kernel among `names` with the parked epilogue
+    or, with two consumers, the bulk copies, in their order, where it applies (C's rows 16-byte aligned), in
     the problem's layout and not named already. A caller times the first TENSOR_STORE_SIBLINGS."""
     return _siblings(names, problem, wgmma, wgmma.tensor_twin)
 

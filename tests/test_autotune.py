@@ -111,17 +111,18 @@ def test_the_search_times_its_first_wgmma_tiles_in_their_other_form(pipeline_lib
         assert found and not any("_stk" in c.name for c in found)
 
 
-def test_the_search_times_its_first_two_consumer_tiles_with_the_tensor_stores_too(pipeline_library):
-    """After the ranked kernels the search adds the tensor-store twin of its first two-consumer wgmma
-    kernels with the parked or bulk-copy epilogue (hgemm.tune.tensor_store_siblings, at most
+def test_the_search_times_its_first_parked_or_bulk_copy_tiles_with_the_tensor_stores_too(pipeline_library):
+    """After the ranked kernels the search adds the tensor-store twin of its first wgmma kernels with the
+    parked epilogue or, with two consumers, the bulk copies (hgemm.tune.tensor_store_siblings, at most
     TENSOR_STORE_SIBLINGS, each the twin of a kernel it searches), which the cost model ranks only where
-    a tune timed them; none where C's rows are not 16-byte aligned (the C tensor map's)."""
+    a tune timed them: on 256 x 4096 x 4096, where the ranked kernels are one-consumer tiles, theirs;
+    none where C's rows are not 16-byte aligned (the C tensor map's)."""
     from kernels_corpus.families import wgmma
 
     from hgemm.tune import TENSOR_STORE_SIBLINGS
 
     lib = pipeline_library
-    for p, expect in ((Problem(1419, 14848, 64), True), (Problem(2048, 2048, 2048), True),
+    for p, expect in ((Problem(1419, 14848, 64), True), (Problem(2048, 2048, 2048), True), (Problem(256, 4096, 4096), True),
                       (Problem(2944, 12288, 64, 1, "TN"), True), (Problem(1664, 1569, 512, 1, "TN"), False)):
         first = lib.lookup(p)
         found = autotune.candidates(lib, p, first, lib.autotune)
@@ -136,6 +137,8 @@ def test_the_search_times_its_first_two_consumer_tiles_with_the_tensor_stores_to
         params = [q for n in names if (q := kernel_params(n)) and "consumers" in q]
         twins = {wgmma.name(t) for q in params if (t := wgmma.tensor_twin(q))}
         assert set(added) <= twins and all(runs_on(c.candidate, p) for c in found if c.name in ebt)
+        if p == Problem(256, 4096, 4096):
+            assert added and all("_c1_" in n for n in added), names
 
 
 def test_the_search_times_its_first_two_consumer_tiles_with_both_the_parked_and_bulk_copy_epilogues(pipeline_library):

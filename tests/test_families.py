@@ -1282,21 +1282,29 @@ def test_wgmma_every_two_consumer_parked_variant_has_its_bulk_copy_twin_and_no_o
     assert wgmma.epilogue_twin(dict(bm=128, bn=128, consumers=2, stages=5, group_m=8)) is None   # registers
 
 
-def test_wgmma_every_two_consumer_parked_or_bulk_variant_has_its_tensor_store_twin():
+def test_wgmma_every_parked_or_bulk_variant_has_its_tensor_store_twin():
     """`epilogue: bulk_tensor` is listed exactly as the tensor_twin of each two-consumer variant with the
     bulk copies (and so of its parked twin) but those that copy B alone (NN with N % 8 != 0, where C's rows
-    are misaligned too), with the C tensor map its stores go through, and applies only where C's rows are
-    16-byte aligned."""
+    are misaligned too), and of each whole-tile one-consumer variant with the parked epilogue, one or two
+    CTAs an SM; with the C tensor map its stores go through, and applies only where C's rows are 16-byte
+    aligned."""
     variants = wgmma.variants()
     tensor = [p for p in variants if p.get("epilogue") == "bulk_tensor"]
     bulk = [p for p in variants if p.get("epilogue") == "bulk"]
+    parked_one = [p for p in variants if p["consumers"] == 1 and p.get("epilogue") == "smem"]
     assert [wgmma.name(p) for p in bulk if not wgmma.tensor_twin(p)] == [
         "wgmma_128x256x64_c2_s3_g8_eb_stagedB", "wgmma_256x128x64_c2_s3_g8_eb_stagedB"]
-    assert sorted(map(wgmma.name, tensor)) == sorted(wgmma.name(t) for p in bulk if (t := wgmma.tensor_twin(p)))
-    assert len(tensor) >= 12
+    # one consumer: stream-K tiles have no twin, every other parked one has
+    assert {wgmma.name(p) for p in parked_one if not wgmma.tensor_twin(p)} == {
+        wgmma.name(p) for p in parked_one if p.get("streamk")}
+    twins = [t for p in bulk + parked_one if (t := wgmma.tensor_twin(p))]
+    assert sorted(map(wgmma.name, tensor)) == sorted(map(wgmma.name, twins))
+    assert len(tensor) >= 30 and sum(p.get("ctas_per_sm", 1) == 2 for p in tensor) == 4
     assert all(wgmma.tensor_twin(wgmma.epilogue_twin(p)) == wgmma.tensor_twin(p) for p in bulk)
     assert wgmma.tensor_twin(tensor[0]) is None
-    assert wgmma.tensor_twin(dict(bm=128, bn=128, consumers=1, stages=5, group_m=8, epilogue="smem")) is None
+    one = wgmma.tensor_twin(dict(bm=128, bn=128, consumers=1, stages=5, group_m=8, epilogue="smem"))
+    assert wgmma.name(one) == "wgmma_128x128x64_c1_s5_g8_ebt"
+    assert wgmma.tensor_twin(dict(bm=128, bn=128, consumers=1, stages=5, group_m=8)) is None   # registers
     p = next(p for p in tensor if wgmma.name(p) == "wgmma_128x256x64_c2_s3_g8_ebt")
     spec = parse_candidate(wgmma.render(p)).spec
     assert spec.tensor_maps[2].render() == "tensor_map: C, box=(16, 64), swizzle=128"

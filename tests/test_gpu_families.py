@@ -166,8 +166,10 @@ def test_wgmma_tensor_store_epilogue_verifies_on_edge_shapes(layout):
 
     variants = [p for p in short_k_stores.variants() if p.get("epilogue") == "bulk_tensor"]
     variants += [dict(variants[0], cluster=2), dict(variants[0], cluster=2, multicast="A")]
-    # and the family's own: every ring, the clustered and the staged forms (one operand copied or both)
-    variants += [p for p in wgmma.variants() if p.get("epilogue") == "bulk_tensor" and p not in variants]
+    # and the family's own two-consumer ones: every ring, the clustered and the staged forms (one operand
+    # copied or both)
+    variants += [p for p in wgmma.variants()
+                 if p.get("epilogue") == "bulk_tensor" and p["consumers"] == 2 and p not in variants]
     assert len(variants) == 15 and all(wgmma._valid(p) for p in variants)
     # (1025 x 1024 x 513 and 1000 x 1000 x 201: the staged forms' odd K, C's rows aligned)
     shapes = [Problem(p.M, p.N, p.K, p.batch, layout)
@@ -181,14 +183,17 @@ def test_wgmma_tensor_store_epilogue_verifies_on_edge_shapes(layout):
 @pytest.mark.parametrize("layout", ["NN", "TN"])
 def test_wgmma_tensor_stores_on_one_consumer_tiles_verify_on_edge_shapes(layout):
     """`epilogue: bulk_tensor` on the one-consumer tiles of benchmarks/one_consumer_stores/ (two m64 atoms a
-    warp on 128-row tiles, one on 64-row ones, two CTAs an SM): the edge shapes, ragged tiles and batch."""
+    warp on 128-row tiles, one on 64-row ones, two CTAs an SM) and every one-consumer variant of the family
+    with them (its rings): the edge shapes, ragged tiles and batch."""
     from benchmarks.one_consumer_stores import make_kernels as one_consumer
     from hgemm.candidate import parse_candidate
     from hgemm.library import tma_compatible
     from kernels_corpus.families import wgmma
 
     variants = [p for p in one_consumer.variants() if p["epilogue"] == "bulk_tensor"]
-    assert len(variants) == 7 and all(wgmma._valid(p) for p in variants)
+    variants += [p for p in wgmma.variants()
+                 if p.get("epilogue") == "bulk_tensor" and p["consumers"] == 1 and p not in variants]
+    assert len(variants) == 18 and all(wgmma._valid(p) for p in variants)
     shapes = [Problem(p.M, p.N, p.K, p.batch, layout)
               for p in EDGE + TMA_EDGE + [Problem(1000, 1000, 200, 5), Problem(413, 920, 960), Problem(40, 520, 264)]]
     problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]

@@ -88,8 +88,11 @@ CLUSTERED = [(128, 256, 2)]
 # The TMA tensor stores (`epilogue: bulk_tensor`): the same parked rows as 16 x 64 swizzled boxes, one
 # store a box through a C tensor map, where the bulk copies take one a row. On every two-consumer tile
 # they ran 1.10-1.24x the bulk copies on four short-K shapes and 1.02-1.07x on 2048³ and b4 1024³
-# (benchmarks/short_k_stores/): each such tile has them as a third epilogue (tensor_twin), where C's
-# rows are 16-byte aligned.
+# (benchmarks/short_k_stores/). A one-consumer warp issues 2-4 of them a tile where it would issue 32-64
+# bulk copies: against the parked epilogue on the one-consumer tiles, two CTAs an SM among them, 0.99-1.19x
+# (1.057x in geomean over 56 tile-shape pairs; 1.10-1.19x on the many-tile 512³, b4 512³ and b16 256³;
+# benchmarks/one_consumer_stores/). Every tile with the parked epilogue has them beside it at the same
+# ring (tensor_twin), where C's rows are 16-byte aligned.
 BOTH_EPILOGUES = [(128, 128, 2)]
 # Split-K across a cluster (`split_k: 2 | 4 | 8`, hgemm/cluster_splitk.cuh): SPLITK CTAs compute one tile over
 # shares of K and reduce-scatter their fp32 accumulators through distributed shared memory, so a problem
@@ -234,14 +237,14 @@ def _valid(p: dict) -> bool:
 
 def _epilogues(p: dict) -> list[dict]:
     """p with each epilogue its tile takes: the smem one (first: ties in the tune's shortlist go to the
-    earlier), for BOTH_EPILOGUES the register one as well, and with two consumers the bulk copies and the
+    earlier), for BOTH_EPILOGUES the register one as well, with two consumers the bulk copies, and the
     tensor stores."""
     out = [dict(p, epilogue="smem")]
     if (p["bm"], p["bn"], p["consumers"]) in BOTH_EPILOGUES:
         out.append(dict(p))
     if p["consumers"] == 2:
-        out += [dict(p, epilogue="bulk"), dict(p, epilogue="bulk_tensor")]
-    return out
+        out.append(dict(p, epilogue="bulk"))
+    return out + [dict(p, epilogue="bulk_tensor")]
 
 
 def epilogue_twin(p: dict) -> dict | None:
@@ -253,10 +256,13 @@ def epilogue_twin(p: dict) -> dict | None:
 
 
 def tensor_twin(p: dict) -> dict | None:
-    """The tensor-store form (`epilogue: bulk_tensor`) of a two-consumer variant with the parked or the
-    bulk-copy epilogue (same tile, ring, cluster and loader); None for any other. The cost model ranks
-    only what its tunes timed, so the first-call search times it beside its first such kernels
-    (hgemm.tune.tensor_store_siblings)."""
+    """The tensor-store form (`epilogue: bulk_tensor`) of a variant with the parked epilogue, or of a
+    two-consumer one with the bulk copies (same tile, ring, CTAs an SM, cluster and loader); None for any
+    other. The cost model ranks only what its tunes timed, so the first-call search times it beside its
+    first such kernels (hgemm.tune.tensor_store_siblings)."""
+    if p["consumers"] == 1 and p.get("epilogue") == "smem" and not _streamk(p):
+        twin = dict(p, epilogue="bulk_tensor")
+        return twin if _valid(twin) else None
     return _two_consumer_form(p, "bulk_tensor")
 
 
@@ -288,10 +294,10 @@ def variants() -> list[dict]:
         if _stage_bytes(p) <= 24 * 1024 and st < 4:
             continue
         out += [q for q in _epilogues(p) if _valid(q)]
-    for (bm, bn, c), epilogue in itertools.product(TWO_CTA_TILES, ("smem", "registers")):
-        # the two deepest rings that fit twice, with either epilogue (the parked tile takes ring room)
+    for (bm, bn, c), epilogue in itertools.product(TWO_CTA_TILES, ("smem", "bulk_tensor", "registers")):
+        # the two deepest rings that fit twice, with each epilogue (a parked tile takes ring room)
         out += _deepest(lambda st: dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=8, ctas_per_sm=2,
-                                        **({"epilogue": "smem"} if epilogue == "smem" else {})), 2)
+                                        **({} if epilogue == "registers" else {"epilogue": epilogue})), 2)
     for (bm, bn, c), split in itertools.product(SPLIT_TILES, SPLITS):
         out += _deepest(lambda st: dict(bm=bm, bn=bn, consumers=c, stages=st, group_m=8, split_k=split), 2)
     for (bm, bn, c), split, ops in itertools.product(STAGED_SPLIT_TILES, SPLITS, ("AB", "A", "B")):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # benchmarks/default_search/'s search and the library with it, on one GPU in one call of about 6 minutes:
-# `bash scripts/gpu_default_search.sh`. First the family's tensor-store GPU tests (tests/test_gpu_families.py),
+# `bash scripts/gpu_default_search.sh`. First the GPU test of the one-consumer tiles' tensor stores (tests/test_gpu_families.py),
 # then every configuration of every family on the default grid's slowest shapes (scripts/gpu_search_headroom.sh
 # with GRID=benchmarks/default_search/tune_shapes.yaml), that tune put where configs/gpu-rl.yaml's tune.reuse
 # names it (benchmarks/default_search/tune), and the library with it on the default grid
@@ -9,7 +9,7 @@
 source scripts/gpu_env.sh
 set -o pipefail
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
-timeout 240 python3 -m pytest -q -m gpu tests/test_gpu_families.py -k tensor_store > "$OUT/pytest_gpu.log" 2>&1
+timeout 240 python3 -m pytest -q -m gpu tests/test_gpu_families.py -k one_consumer_tiles > "$OUT/pytest_gpu.log" 2>&1
 echo "gpu tests: $(tail -1 "$OUT/pytest_gpu.log")"
 out=$OUT
 OUT=$out/search GRID=benchmarks/default_search/tune_shapes.yaml NAME=default_search bash scripts/gpu_search_headroom.sh

@@ -48,23 +48,25 @@ def test_the_shortlist_is_the_cost_models_ranking_over_every_tile_shape(pipeline
 def test_on_the_full_searchs_shapes_the_shortlists_best_of_8_beats_the_librarys_choice(pipeline_library):
     """The committed search timed every variant of every family beside the pipeline library's choice on
     46 held-out shapes (an H100): the best of the cost model's first 8 must take at most 0.92x the
-    choice's time and win by more than 2% on at least 20 shapes (measured: 0.878, 28); its first pick
+    choice's time and win by more than 2% on at least 20 shapes (measured: 0.873, 28); its first pick
     alone is no slower than the library's own (the library ranks with the same model, among the
-    kernels its tuned shapes offer; measured: 0.947). A shape counts where the
-    search timed the library's pick and one of the cost model's first 16: 42 of the 46. The search ran
+    kernels its tuned shapes offer; measured: 0.942). A shape counts where the
+    search timed the library's pick and one of the cost model's first 16: 40 of the 46. The search ran
     when the skinny tensor-core family stopped at 16 rows, and the library now picks it past them on
     one; on another it picks a staged kernel of a tile shape that the search did not time there; on a
-    third (87 x 384 x 1589 TN) the 32 x 32 mma.sync tile, and on a fourth (2455 x 3840 x 7680) the
-    tensor stores of C fill the first 16, neither of which the family held then."""
+    third (87 x 384 x 1589 TN) the 32 x 32 mma.sync tile, and on three (2455 x 3840 x 7680, 5504 x 3072
+    x 3264, 9408 x 256 x 640) the bulk copies and the tensor stores of C, one-consumer tiles' among them,
+    fill the first 16, none of which the family held then."""
     result = evaluate(json.loads(gzip.decompress(SEARCH.read_bytes())), pipeline_library)
-    assert result["shapes"] >= 42
+    assert result["shapes"] >= 40
     eight, one = result["summary"][8], result["summary"][1]
     assert eight["time_over_current"] <= 0.92 and eight["faster_than_current"] >= 20
     assert 0.90 <= one["time_over_current"] <= 1.02
     assert result["summary"]["all"]["time_over_current"] <= eight["time_over_current"]
     # what the whole search finds beyond a library that itself times its choice and the first 8: the
-    # families' configurations leave a sampler that room on fewer than half of the shapes (measured: 9)
-    assert 5 <= eight["search_faster_than_served"] < 23 and result["summary"]["all"]["search_faster_than_served"] == 0
+    # families' configurations leave a sampler that room on fewer than half of the shapes (measured: 4;
+    # the first 8 the search timed reach further down a ranking that its untimed kernels now lead)
+    assert 2 <= eight["search_faster_than_served"] < 20 and result["summary"]["all"]["search_faster_than_served"] == 0
 
 
 def test_the_search_starts_from_the_rules_pick_and_keeps_kernels_that_run(pipeline_library):
@@ -115,14 +117,14 @@ def test_the_search_times_its_first_parked_or_bulk_copy_tiles_with_the_tensor_st
     """After the ranked kernels the search adds the tensor-store twin of its first wgmma kernels with the
     parked epilogue or, with two consumers, the bulk copies (hgemm.tune.tensor_store_siblings, at most
     TENSOR_STORE_SIBLINGS, each the twin of a kernel it searches), which the cost model ranks only where
-    a tune timed them: on 256 x 4096 x 4096, where the ranked kernels are one-consumer tiles, theirs;
-    none where C's rows are not 16-byte aligned (the C tensor map's)."""
+    a tune timed them: on b46 64 x 2688 x 64 TN, where the first ranked kernels are one-consumer parked
+    tiles, theirs; none where C's rows are not 16-byte aligned (the C tensor map's)."""
     from kernels_corpus.families import wgmma
 
     from hgemm.tune import TENSOR_STORE_SIBLINGS
 
     lib = pipeline_library
-    for p, expect in ((Problem(1419, 14848, 64), True), (Problem(2048, 2048, 2048), True), (Problem(256, 4096, 4096), True),
+    for p, expect in ((Problem(1419, 14848, 64), True), (Problem(2048, 2048, 2048), True), (Problem(64, 2688, 64, 46, "TN"), True),
                       (Problem(2944, 12288, 64, 1, "TN"), True), (Problem(1664, 1569, 512, 1, "TN"), False)):
         first = lib.lookup(p)
         found = autotune.candidates(lib, p, first, lib.autotune)
@@ -137,7 +139,7 @@ def test_the_search_times_its_first_parked_or_bulk_copy_tiles_with_the_tensor_st
         params = [q for n in names if (q := kernel_params(n)) and "consumers" in q]
         twins = {wgmma.name(t) for q in params if (t := wgmma.tensor_twin(q))}
         assert set(added) <= twins and all(runs_on(c.candidate, p) for c in found if c.name in ebt)
-        if p == Problem(256, 4096, 4096):
+        if p == Problem(64, 2688, 64, 46, "TN"):
             assert added and all("_c1_" in n for n in added), names
 
 

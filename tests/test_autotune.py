@@ -124,8 +124,9 @@ def test_the_search_times_its_first_parked_or_bulk_copy_tiles_with_the_tensor_st
     from hgemm.tune import TENSOR_STORE_SIBLINGS
 
     lib = pipeline_library
-    for p, expect in ((Problem(1419, 14848, 64), True), (Problem(2048, 2048, 2048), True), (Problem(64, 2688, 64, 46, "TN"), True),
-                      (Problem(2944, 12288, 64, 1, "TN"), True), (Problem(1664, 1569, 512, 1, "TN"), False)):
+    for p, expect in ((Problem(1419, 14848, 64), True), (Problem(2048, 2048, 2048), True),
+                      (Problem(64, 2688, 64, 46, "TN"), True), (Problem(2944, 12288, 64, 1, "TN"), True),
+                      (Problem(1664, 1569, 512, 1, "TN"), False)):
         first = lib.lookup(p)
         found = autotune.candidates(lib, p, first, lib.autotune)
         names = [c.name for c in found]

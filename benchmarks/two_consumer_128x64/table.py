@@ -1,0 +1,26 @@
+"""The two-consumer 128 x 64 bench as a table: per shape, the fastest time (µs) of the two-consumer
+128 x 64 kernels and of the one-consumer tiles beside them (each named), the second over the first
+(> 1: two consumers faster), and the strongest baseline.
+
+Usage: python benchmarks/two_consumer_128x64/table.py BENCH_JSON   (may be gzipped)
+"""
+
+import json
+import sys
+
+from hgemm.files import read_user_text
+
+run = json.loads(read_user_text(sys.argv[1], "bench results file"))
+print("| shape | two consumers | µs | one consumer | µs | one / two | strongest baseline |")
+print("|---|---|---:|---|---:|---:|---|")
+for pr in run["problems"]:
+    p = pr["problem"]
+    timed = {name: c["time_us"] for name, c in pr["candidates"].items() if c.get("time_us")}
+    two = {n: t for n, t in timed.items() if "_c2_" in n}
+    one = {n: t for n, t in timed.items() if "_c1_" in n}
+    if not two or not one:
+        continue
+    t2, t1 = min(two, key=two.get), min(one, key=one.get)
+    print(f"| b{p['batch']} {p['M']}x{p['N']}x{p['K']} {p['layout']} | {t2.removeprefix('wgmma_')} | {two[t2]:.1f} | "
+          f"{t1.removeprefix('wgmma_')} | {one[t1]:.1f} | {one[t1] / two[t2]:.3f} | "
+          f"{pr['best_baseline']} {pr['best_baseline_us']:.1f} |")

@@ -65,7 +65,7 @@ def test_on_the_full_searchs_shapes_the_shortlists_best_of_8_beats_the_librarys_
     assert result["summary"]["all"]["time_over_current"] <= eight["time_over_current"]
     # what the whole search finds beyond a library that itself times its choice and the first 8: the
     # families' configurations leave a sampler that room on fewer than half of the shapes (measured: 4;
-    # the first 8 the search timed reach further down a ranking that its untimed kernels now lead)
+    # the first 8 the search timed reach further down a ranking that its untimed kernels lead)
     assert 2 <= eight["search_faster_than_served"] < 20 and result["summary"]["all"]["search_faster_than_served"] == 0
 
 

@@ -52,11 +52,11 @@ def test_on_the_full_searchs_shapes_the_shortlists_best_of_8_beats_the_librarys_
     alone is no slower than the library's own (the library ranks with the same model, among the
     kernels its tuned shapes offer; measured: 0.942). A shape counts where the
     search timed the library's pick and one of the cost model's first 16: 40 of the 46. The search ran
-    when the skinny tensor-core family stopped at 16 rows, and the library now picks it past them on
+    when the skinny tensor-core family stopped at 16 rows, and the library picks it past them on
     one; on another it picks a staged kernel of a tile shape that the search did not time there; on a
     third (87 x 384 x 1589 TN) the 32 x 32 mma.sync tile, and on three (2455 x 3840 x 7680, 5504 x 3072
     x 3264, 9408 x 256 x 640) the bulk copies and the tensor stores of C, one-consumer tiles' among them,
-    fill the first 16, none of which the family held then."""
+    fill the first 16, kernels that search did not time."""
     result = evaluate(json.loads(gzip.decompress(SEARCH.read_bytes())), pipeline_library)
     assert result["shapes"] >= 40
     eight, one = result["summary"][8], result["summary"][1]

@@ -88,8 +88,8 @@ CLUSTERED = [(128, 256, 2)]
 # The TMA tensor stores (`epilogue: bulk_tensor`): the same parked rows as 16 x 64 swizzled boxes, one
 # store a box through a C tensor map, where the bulk copies take one a row. On every two-consumer tile
 # they ran 1.10-1.24x the bulk copies on four short-K shapes and 1.02-1.07x on 2048³ and b4 1024³
-# (benchmarks/short_k_stores/). A one-consumer warp issues 2-4 of them a tile where it would issue 32-64
-# bulk copies: against the parked epilogue on the one-consumer tiles, two CTAs an SM among them, 0.99-1.19x
+# (benchmarks/short_k_stores/). A one-consumer warp issues 2-4 of them a tile where the bulk copies take
+# 32-64. Against the parked epilogue on the one-consumer tiles, two CTAs an SM among them, 0.99-1.19x
 # (1.057x in geomean over 56 tile-shape pairs; 1.16-1.19x on 128 x 128 and 64 x 256 on the many-tile 512³,
 # b4 512³ and b16 256³; benchmarks/one_consumer_stores/). Every tile with the parked epilogue has them
 # beside it at the same ring (tensor_twin), where C's rows are 16-byte aligned.

@@ -203,15 +203,14 @@ def test_wgmma_tensor_stores_on_one_consumer_tiles_verify_on_edge_shapes(layout)
 @pytest.mark.parametrize("layout", ["NN", "TN"])
 def test_wgmma_two_consumer_128x64_tile_verifies_on_edge_shapes(layout):
     """The 128 x 64 tile with two consumer warpgroups of 64 x 64 each (benchmarks/two_consumer_128x64/),
-    at each ring, with the parked epilogue and the tensor stores: the edge shapes, ragged tiles (rows of
-    one consumer wholly past M among them) and batch."""
-    from benchmarks.two_consumer_128x64 import make_kernels as two_consumer
+    every variant of it the family holds (each ring with the parked epilogue, the bulk copies and the tensor
+    stores): the edge shapes, ragged tiles (rows of one consumer wholly past M among them) and batch."""
     from hgemm.candidate import parse_candidate
     from hgemm.library import tma_compatible
     from kernels_corpus.families import wgmma
 
-    variants = [p for p in two_consumer.variants() if p["consumers"] == 2]
-    assert len(variants) == 6 and all(wgmma._valid(p) for p in variants)
+    variants = [p for p in wgmma.variants() if (p["bm"], p["bn"], p["consumers"]) == (128, 64, 2)]
+    assert len(variants) == 9
     shapes = [Problem(p.M, p.N, p.K, p.batch, layout)
               for p in EDGE + TMA_EDGE + [Problem(1000, 1000, 200, 5), Problem(413, 920, 960), Problem(40, 520, 264)]]
     problems = [[p for p in shapes if tma_compatible(parse_candidate(wgmma.render(v)), p)] for v in variants]

@@ -1277,7 +1277,7 @@ def test_wgmma_every_two_consumer_parked_variant_has_its_bulk_copy_twin_and_no_o
     assert sorted(map(key, bulk)) == sorted(key(wgmma.epilogue_twin(p)) for p in parked) and len(bulk) >= 12
     assert sorted(map(key, parked)) == sorted(key(wgmma.epilogue_twin(p)) for p in bulk)
     assert all(p["consumers"] == 2 and not wgmma._split(p) > 1 and not wgmma._streamk(p) for p in bulk)
-    assert {(p["bm"], p["bn"]) for p in bulk} == {(128, 256), (256, 128), (128, 192), (128, 128)}
+    assert {(p["bm"], p["bn"]) for p in bulk} == {(128, 256), (256, 128), (128, 192), (128, 128), (128, 64)}
     assert wgmma.epilogue_twin(dict(bm=128, bn=128, consumers=1, stages=5, group_m=8, epilogue="smem")) is None
     assert wgmma.epilogue_twin(dict(bm=128, bn=128, consumers=2, stages=5, group_m=8)) is None   # registers
 

@@ -8,8 +8,9 @@ if [ -d .whl ] && [ "$(ls .whl/*.whl 2>/dev/null)" != "$(cat /tmp/site/.installe
     && ls .whl/*.whl > /tmp/site/.installed
 fi
 export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
-# a module missing here fails a stage minutes into a run: say so now
-python3 - <<'PY' || echo "gpu_env.sh: carry the missing packages' wheels in .whl/ (README.md, Run)" >&2
+# a module missing here fails a stage minutes into a run, or leaves cuBLASLt out of every bench (nvmath):
+# stop the job before it spends device time
+python3 - <<'PY' || { echo "gpu_env.sh: carry the missing packages' wheels in .whl/ (README.md, Run)" >&2; exit 1; }
 import importlib.util, sys
 missing = [m for m in ("pycuda", "trl", "datasets", "snakemake", "deepspeed", "nvmath", "datasketch", "cutlass_library")
            if importlib.util.find_spec(m) is None]

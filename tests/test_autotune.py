@@ -200,24 +200,23 @@ def test_the_search_times_its_first_mma_sync_kernel_at_the_32_by_32_tile_on_smal
 
 
 def test_the_search_times_the_cost_models_first_kernel_of_every_family_it_ranks(pipeline_library):
-    """The cost model ranks the skinny tensor-core kernel ninth on 384 x 64 x 832, behind eight mma.sync
-    kernels; the search times it all the same, and on every shape each family the ranking holds has a
-    kernel among those searched (one at most added a family, its first in the ranking)."""
+    """On many shapes the cost model ranks some family's first kernel past its first eight (behind another
+    family's); on every shape the search times a kernel of each family the ranking holds (one at most added
+    a family, its first in the ranking)."""
     lib = pipeline_library
-    p = Problem(384, 64, 832)
-    ranked = [n for n, _ in cost_ranking(p, lib)]
-    assert ranked[:DEFAULT_TOP] == [n for n, _ in cost_shortlist(p, lib, DEFAULT_TOP)]
-    skinny = next(n for n in ranked if n.startswith("skinny_mma"))
-    assert ranked.index(skinny) >= DEFAULT_TOP
-    assert skinny in [c.name for c in autotune.candidates(lib, p, lib.lookup(p), DEFAULT_TOP)]
+    shapes_with_additions = 0
     for p in load_grid(ROOT / "configs/grids/sample_heldout.yaml")[:30]:
         ranking = cost_ranking(p, lib)
+        assert [n for n, _ in ranking[:DEFAULT_TOP]] == [n for n, _ in cost_shortlist(p, lib, DEFAULT_TOP)]
         found = [c.name for c in autotune.candidates(lib, p, lib.lookup(p), DEFAULT_TOP)]
         fams = [family(kernel_params(n)) for n in found if kernel_params(n)]
         assert {family(kernel_params(n)) for n, _ in ranking} <= set(fams), (p.key, found)
         added = family_firsts(ranking, found[:1] + [n for n, _ in ranking[:DEFAULT_TOP]])
         assert [n for n, _ in added] == [n for n in found if n in dict(added)]
         assert all(fams.count(family(kernel_params(n))) == 1 for n, _ in added)
+        assert all([n for n, _ in ranking].index(n) >= DEFAULT_TOP for n, _ in added)
+        shapes_with_additions += bool(added)
+    assert shapes_with_additions >= 8
 
 
 def test_the_search_rotates_over_as_many_sets_as_the_harness_so_small_operands_leave_l2():

@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .entry import BASELINES
+from .entry import BASELINES, NOTHING_TO_PAD
 from .problem import Problem
 
 CUBLAS_COMPUTE_32F = 68
@@ -192,7 +192,7 @@ def make_baselines(problem: Problem, sets: Sets, names: tuple[str, ...]) -> tupl
             elif name == "pad8_cublas":
                 b = make_pad8_cublas(problem, sets)
                 if b is None:
-                    skipped[name] = "shape already aligned to 8"
+                    skipped[name] = NOTHING_TO_PAD
             elif name in ("cublaslt", "cublaslt_tuned"):
                 b = make_cublaslt(problem, sets, tuned=name == "cublaslt_tuned")
                 if b is None:

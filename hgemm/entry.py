@@ -16,6 +16,8 @@ DISTRIBUTIONS = ("normal", "uniform_pos", "small_int")
 # Baselines (hgemm.baselines builds them); torch_compile is off by default: it takes minutes to tune.
 BASELINES = ("cublas", "torch", "cublaslt", "cublaslt_tuned", "pad8_cublas", "torch_compile")
 DEFAULT_BASELINES = ("cublas", "torch", "cublaslt", "cublaslt_tuned", "pad8_cublas")
+# pad-to-8 cuBLAS on a shape aligned to 8 would time cuBLAS again: skipped by design, not missing
+NOTHING_TO_PAD = "shape already aligned to 8"
 
 # A GEMM candidate may keep no module-scope __device__ variables: they outlive a launch, so a kernel
 # could remember what an earlier timed launch computed and skip the work. Scratch that must start at

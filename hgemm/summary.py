@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from .entry import NOTHING_TO_PAD
 from .problem import Problem
 
 
@@ -83,6 +84,10 @@ def markdown(results: dict, title: str = "HGEMM benchmark") -> str:
         f"- CUDA (nvcc) {env.get('nvcc')}, torch {env.get('packages', {}).get('torch')}, "
         f"timing method {results.get('options', {}).get('timing_method', '—')}",
         f"- grid: {results.get('grid')}, {len(results.get('problems', []))} problems",
+    ]
+    if baselines_not_run(results):
+        lines.append(f"- **baselines not run** (the strongest baseline there is of the others): {_not_run_text(results)}")
+    lines += [
         "",
         "| class | candidate | shapes | ok | geomean vs cuBLAS | geomean vs best baseline | worst vs best |",
         "|---|---|---:|---:|---:|---:|---:|",
@@ -164,13 +169,33 @@ def roofline_us(p: dict, tflops: float | None, gbps: float | None) -> tuple[floa
     return (t_compute, "compute") if t_compute >= t_memory else (t_memory, "memory")
 
 
-def _baselines_line(options: dict) -> str:
+def baselines_not_run(results: dict) -> dict[str, tuple[int, str]]:
+    """Per baseline the run asked for but could not time on some problems (a package missing on the
+    machine, the library failing on a shape): on how many problems, and the first reason. Pad-to-8 cuBLAS
+    on aligned shapes is not one of them. On those problems "the strongest baseline" is of the others."""
+    out: dict[str, tuple[int, str]] = {}
+    for pr in results.get("problems", []):
+        for name, why in (pr.get("baselines_skipped") or {}).items():
+            if why != NOTHING_TO_PAD:
+                n, first = out.get(name, (0, why))
+                out[name] = (n + 1, first)
+    return out
+
+
+def _not_run_text(results: dict) -> str:
+    return "; ".join(f"{name} on {n} problems ({why})" for name, (n, why) in sorted(baselines_not_run(results).items()))
+
+
+def _baselines_line(options: dict, results: dict) -> str:
     """Which baselines "the strongest" was taken from: the targets' bar includes torch.compile, which
-    tuning leaves out by default (minutes of autotuning per shape)."""
+    tuning leaves out by default (minutes of autotuning per shape), and a baseline the machine could not
+    run is named."""
     timed = list(options.get("baselines") or [])
     if options.get("torch_compile") and "torch_compile" not in timed:
         timed.append("torch_compile")
     line = "Strongest baseline per shape, of: " + (", ".join(timed) or "none recorded") + "."
+    if baselines_not_run(results):
+        line += f" **Not run:** {_not_run_text(results)}."
     if "torch_compile" not in timed:
         line += (" torch.compile max-autotune was not timed in this run, so on misaligned shapes, where"
                  " it is often the strongest, the bar here is lower than the targets'.")
@@ -202,7 +227,7 @@ def goals_markdown(results: dict) -> str:
                 if copy_gbps else
                 "The device-to-device copy bandwidth was not measured in this run (the harness records it "
                 "from now on), so the bandwidth goal is shown in GB/s only."), "",
-             _baselines_line(results.get("options") or {}), "",
+             _baselines_line(results.get("options") or {}, results), "",
              "| class | shapes | measure | geomean | worst | goal | met |", "|---|---:|---|---:|---:|---:|---|"]
     misses = []
     for label, pick, measure, bar in GOALS:
@@ -286,9 +311,10 @@ def libraries_markdown(results: dict, prefixes: list[str]) -> str:
                 for c in sorted({problems[k].shape_class for k in shared})]
     subsets.append(("TN, odd N or K", [k for k in shared if problems[k].layout == "TN"
                                         and (problems[k].N % 2 or problems[k].K % 2)]))
+    not_run = f" **Baselines not run:** {_not_run_text(results)}." if baselines_not_run(results) else ""
     lines = ["## Libraries side by side", "",
              f"{len(shared)} shapes where every library's kernel verified and was timed; speedup over each "
-             "shape's strongest baseline in the same run.", "",
+             f"shape's strongest baseline in the same run.{not_run}", "",
              "| shapes | n | library | geomean | worst | ≥ 1.0 | < 0.8 | fastest of the libraries |",
              "|---|---:|---|---:|---:|---:|---:|---:|"]
     for label, keys in subsets:

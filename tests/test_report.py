@@ -4,6 +4,7 @@ timed, said at the top), with RL curves and corpus stats, and with inputs missin
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import re
 from pathlib import Path
@@ -290,6 +291,23 @@ def test_goals_summary_from_the_h200_tune():
     assert "write-only" not in md
     next(iter(results["ceilings"].values()))["write_gbps"] = 3987.4
     assert "Copy bandwidth in this run: 4268 GB/s (write-only: 3987 GB/s)." in goals_markdown(results)
+
+
+def test_a_baseline_the_machine_could_not_run_is_named_in_every_summary():
+    """The default grid's search ran without cuBLASLt (nvmath-python was not on the machine): its
+    summaries say so, since its ratios to "the strongest baseline" are to the others; pad-to-8 on
+    aligned shapes is skipped by design and not named. The library's run with every baseline names none."""
+    from hgemm.summary import baselines_not_run, goals_markdown, libraries_markdown, markdown
+
+    search = json.loads(gzip.open(ROOT / "benchmarks/default_search/tune/bench.json.gz").read())
+    assert baselines_not_run(search) == {"cublaslt": (20, "nvmath-python not importable"),
+                                         "cublaslt_tuned": (20, "nvmath-python not importable")}
+    line = "cublaslt on 20 problems (nvmath-python not importable); cublaslt_tuned on 20 problems"
+    assert all(line in md for md in (markdown(search), goals_markdown(search), libraries_markdown(search, ["beside"])))
+    assert line in (ROOT / "benchmarks/default_search/tune/summary.md").read_text()
+    complete = json.loads(gzip.open(ROOT / "benchmarks/pipeline_library/default.json.gz").read())
+    assert any("pad8_cublas" in pr["baselines_skipped"] for pr in complete["problems"])
+    assert baselines_not_run(complete) == {} and "not run" not in markdown(complete)
 
 
 def test_summarize_cli_rewrites_the_markdown_of_a_results_file(tmp_path, capsys):
